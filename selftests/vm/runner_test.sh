@@ -1,0 +1,184 @@
+#!/bin/bash
+# runner_test.sh - host-side test of tools/vm/run. Prints TAP; exits 0 iff
+# every test passed.
+#
+# Each VM boot costs 5-20 s, so boots are few and shared: checks that need
+# only a clean exit ride along in one probe boot, and boots overlap (which
+# also shows that concurrent runs keep apart). The timeout boot sleeps
+# through its whole life, so it runs alongside all the others.
+#
+#   boot  command                        checks                when
+#   F     --timeout 60 sleep 1000        exit 124              1-3
+#   A     true                           exit 0                1
+#   B     false                          exit 1                1
+#   C     sh -c PROBE sh ARGS...; exit 7 exit 7, argv intact,  2
+#                                        stdout/stderr relayed, cwd, env
+#                                        passthrough, checkout writable,
+#                                        /etc private, >= 2 NICs
+#   D     insmod srx_warn_test.ko        exit 120 (WARNING)    2
+#   E     echo c >/proc/sysrq-trigger    exit 121 (panic)      3
+#   -     bad option, missing kernel     exit 125 (no boot)    4
+#
+# Everything it writes goes to build/vm/selftest/ in the checkout.
+set -u
+
+top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)
+run=$top/tools/vm/run
+work=$top/build/vm/selftest
+kver=${KVER:-$("$top/tools/kver")}
+
+rm -rf "$work"
+mkdir -p "$work"
+
+tests=0
+failed=0
+result() { # OK DESCRIPTION
+	tests=$((tests + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $tests $2"
+	else
+		echo "not ok $tests $2"
+		failed=$((failed + 1))
+	fi
+}
+diag() { sed 's/^/# /' "$@"; }
+
+# vm NAME EXPECTED_EXIT DESCRIPTION -- RUNNER ARGS: one boot, output kept in
+# $work/NAME.{out,err}; the exit status check is reported at once.
+vm_start() {
+	local name=$1
+	shift
+	"$run" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+	eval "pid_$name=\$!"
+}
+vm_finish() { # NAME EXPECTED DESCRIPTION
+	local pid_var=pid_$1 rc
+	wait "${!pid_var}"
+	rc=$?
+	echo "$rc" >"$work/$1.rc"
+	[ "$rc" = "$2" ]
+	result $? "$3 (got $rc)"
+	[ "$rc" = "$2" ] || diag "$work/$1.err"
+}
+log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
+
+echo "TAP version 13"
+echo "1..19"
+echo "# kernel $kver, logs in $work"
+
+# The module for D, built first so that it cannot hold up the boots.
+mkdir -p "$work/warn_module"
+cp "$top/selftests/warn_module/Kbuild" "$top/selftests/warn_module/srx_warn_test.c" "$work/warn_module/"
+make -C "/lib/modules/$kver/build" M="$work/warn_module" W=1 modules >"$work/warn_build.log" 2>&1
+warn_built=$?
+
+# F: a hang. The limit covers boot as well; it leaves room for a boot slowed
+# down by the boots running next to it, and costs nothing as they take
+# about as long.
+vm_start F --timeout 60 -- sleep 1000
+
+# A and B together.
+vm_start A --timeout 300 -- true
+vm_start B --timeout 300 -- false
+vm_finish A 0 "run -- true exits 0"
+vm_finish B 1 "run -- false exits 1"
+log_a=$(log_of A)
+log_b=$(log_of B)
+[ -n "$log_a" ] && [ -n "$log_b" ] && [ "$log_a" != "$log_b" ] && [ -s "$log_a" ] && [ -s "$log_b" ]
+result $? "concurrent runs print distinct, non-empty log paths"
+
+# C: the probe. Arguments a shell would mangle in many ways.
+# shellcheck disable=SC2016 # unexpanded on purpose
+args=("two words" "it's \"quoted\"" '$HOME `id` \n' '' $'line1\nline2' '*' ' -x ')
+# shellcheck disable=SC2016 # expanded in the guest
+probe='
+out=$SRX_PROBE_DIR
+printf "%s\0" "$@" >"$out/argv.guest"
+pwd >"$out/cwd.guest"
+printf "%s|%s|%s\n" "${SRX_PROBE_VAR-unset}" "${NOT_PASSED-unset}" "$HOME" >"$out/env.guest"
+touch /etc/srx-vm-probe && [ -f /etc/srx-vm-probe ] && echo ok >"$out/etc.guest"
+n=0
+for d in /sys/class/net/*; do
+	[ "$(cat "$d/type")" = 1 ] && [ -e "$d/device" ] && n=$((n + 1))
+done
+echo "$n" >"$out/nics.guest"
+printf "[%s]\n" "$@"
+echo "to stderr" >&2
+exit 7
+'
+if [ -e /etc/srx-vm-probe ]; then
+	echo "# /etc/srx-vm-probe exists on the host already; the /etc check is meaningless"
+fi
+# From a subdirectory, with variables to pass and one not to.
+(
+	cd "$top/selftests/vm" || exit 125
+	export SRX_PROBE_DIR=$work SRX_PROBE_VAR="a b" NOT_PASSED=1
+	exec "$run" --timeout 300 -- sh -c "$probe" sh "${args[@]}"
+) >"$work/C.out" 2>"$work/C.err" &
+# shellcheck disable=SC2034 # read by vm_finish
+pid_C=$!
+
+# D: a kernel WARNING fails the run although insmod succeeds.
+if [ "$warn_built" = 0 ]; then
+	vm_start D --kver "$kver" --timeout 300 -- insmod "$work/warn_module/srx_warn_test.ko"
+fi
+
+vm_finish C 7 "run -- sh -c 'exit 7' exits 7"
+
+printf '%s\0' "${args[@]}" >"$work/argv.expected"
+cmp -s "$work/argv.expected" "$work/argv.guest"
+result $? "arguments with spaces, quotes, newlines and globs arrive intact"
+
+printf '[%s]\n' "${args[@]}" >"$work/C.expected"
+cmp -s "$work/C.expected" "$work/C.out"
+result $? "the command's stdout comes back byte for byte"
+
+grep -qx 'to stderr' "$work/C.err"
+result $? "the command's stderr comes back on stderr"
+
+[ "$(cat "$work/cwd.guest" 2>/dev/null)" = "$top/selftests/vm" ]
+result $? "the command starts in the caller's directory"
+
+[ "$(cat "$work/env.guest" 2>/dev/null)" = "a b|unset|/root" ]
+result $? "SRX_* passes through, other variables do not, HOME=/root"
+
+[ -s "$work/argv.guest" ]
+result $? "the checkout is writable from the guest"
+
+[ "$(cat "$work/etc.guest" 2>/dev/null)" = ok ] && [ ! -e /etc/srx-vm-probe ]
+result $? "writes to /etc stay in the guest"
+
+nics=$(cat "$work/nics.guest" 2>/dev/null || echo 0)
+[ "$nics" -ge 2 ]
+result $? "the guest has >= 2 ethernet NICs (got $nics)"
+
+if [ "$warn_built" = 0 ]; then
+	vm_finish D 120 "a module that warns makes the run exit 120"
+else
+	result 1 "a module that warns makes the run exit 120 (module build failed)"
+	diag "$work/warn_build.log"
+fi
+
+# E: a panic ends QEMU (panic=-1, -no-reboot) and is named as such.
+vm_start E --timeout 300 -- sh -c 'echo c >/proc/sysrq-trigger; sleep 100'
+vm_finish E 121 "a kernel panic makes the run exit 121"
+
+vm_finish F 124 "a command past --timeout makes the run exit 124"
+grep -q 'srx-vm: timeout' "$work/F.err"
+result $? "a timeout says so on stderr"
+grep -q 'srx-vm: running the command' "$(log_of F)"
+result $? "the timeout hit the running command, not the boot"
+
+# No boot needed for runner errors.
+"$run" --no-such-option -- true >"$work/G.out" 2>"$work/G.err"
+rc=$?
+[ "$rc" = 125 ]
+result $? "a bad option exits 125 (got $rc)"
+
+"$run" --kver 0.0-no-such-kernel -- true >"$work/H.out" 2>"$work/H.err"
+rc=$?
+[ "$rc" = 125 ]
+result $? "a missing kernel exits 125 (got $rc)"
+
+echo "$((tests - failed)) passed, $failed failed"
+[ "$failed" = 0 ]
