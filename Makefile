@@ -7,6 +7,9 @@ TOP     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD   ?= $(TOP)/build
 KVER    ?= $(shell $(TOP)/tools/kver)
 KDIR    ?= /lib/modules/$(KVER)/build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
 V       ?= 0
 
 export KVER
@@ -17,31 +20,182 @@ else
 Q :=
 endif
 
+# ---------------------------------------------------------------------------
+# Userspace flags: rdma-core's CI warnings; -Werror under CI.
+
+CFLAGS    ?= -O2 -g
+WARNINGS  := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+             -Wpointer-arith -Wformat=2 -Wno-unused-parameter
+ifeq ($(CI),true)
+WARNINGS  += -Werror
+endif
+SRX_CPPFLAGS := -I$(TOP)/include/uapi -I$(TOP)/userspace/libsrx -D_GNU_SOURCE
+SRX_CFLAGS   := -std=gnu11 -pthread $(WARNINGS) $(CFLAGS)
+SANITIZE     := -fsanitize=address,undefined -fno-omit-frame-pointer \
+                -fno-sanitize-recover=undefined
+
+# ---------------------------------------------------------------------------
+# What gets built
+
+PROVIDER     := $(BUILD)/libsrx-rdmav34.so
+PROVIDER_SRC := $(wildcard $(TOP)/userspace/libsrx/*.c)
+PROVIDER_HDR := $(wildcard $(TOP)/userspace/libsrx/*.h) \
+                $(TOP)/include/uapi/rdma/srx-abi.h
+
+TOOLS        := $(BUILD)/srx-cq-demo
+
+KSELFTEST    := $(BUILD)/kselftest/kselftest_harness.h
+SELFTEST_SRC := $(wildcard $(TOP)/selftests/*_test.c)
+SELFTESTS    := $(patsubst $(TOP)/selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRC))
+SELFTEST_SH  := $(wildcard $(TOP)/selftests/*_test.sh)
+# install_test.sh runs first: it installs srx and creates srx0 for the rest.
+VM_TESTS     := $(TOP)/selftests/install_test.sh $(SELFTESTS) \
+                $(filter-out %/install_test.sh,$(SELFTEST_SH))
 WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
 
-.PHONY: all selftests deps check clean help
+HELPER_SRC   := $(wildcard $(TOP)/selftests/helpers/*.c)
+HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
 
-all: selftests
+HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
+HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
+
+.PHONY: all module provider tools selftests host-tests install uninstall \
+        deps check demo clean help check-libibverbs
+
+all: module provider tools selftests
 
 help:
-	@echo "make            build what there is to build"
+	@echo "make            build srx.ko, libsrx, tools and selftests"
 	@echo "make deps       install the Debian packages the build and tests need"
-	@echo "make check      deps, build, then the tests; last line: N passed, N failed"
+	@echo "make check      deps, build, host unit tests, then the selftests in the VM"
+	@echo "make demo       deps, build, then show srx working inside the VM"
+	@echo "make install    install module, provider and tools (DESTDIR-aware)"
+	@echo "make uninstall  undo make install"
 	@echo "KVER=$(KVER) KDIR=$(KDIR) BUILD=$(BUILD)"
 
-selftests: $(WARN_MODULE)
+# ---------------------------------------------------------------------------
+# Kernel module (Kbuild, out of tree; objects land next to the sources)
+
+module:
+	$(Q)test -d $(KDIR) || { echo "no kernel build tree at $(KDIR): make deps" >&2; exit 1; }
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel W=1 modules
 
 $(WARN_MODULE): $(TOP)/selftests/warn_module/srx_warn_test.c
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module modules
+
+# ---------------------------------------------------------------------------
+# Provider
+
+check-libibverbs:
+	$(Q)$(TOP)/userspace/check-libibverbs
+
+$(BUILD)/.libibverbs-ok: $(TOP)/userspace/check-libibverbs
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(TOP)/userspace/check-libibverbs
+	$(Q)touch $@
+
+provider: $(PROVIDER)
+
+$(PROVIDER): $(PROVIDER_SRC) $(PROVIDER_HDR) $(TOP)/userspace/libsrx/libsrx.map $(BUILD)/.libibverbs-ok
+	@echo "  CC      $(notdir $@)"
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -fPIC -shared \
+		-Wl,--version-script=$(TOP)/userspace/libsrx/libsrx.map \
+		-Wl,-z,defs -o $@ $(PROVIDER_SRC) -libverbs
+
+# ---------------------------------------------------------------------------
+# Tools
+
+tools: $(TOOLS)
+
+$(BUILD)/srx-cq-demo: $(TOP)/tools/srx-cq-demo.c
+	@echo "  CC      $(notdir $@)"
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
+
+# ---------------------------------------------------------------------------
+# Selftests (run in the VM) and host unit tests (run here, sanitized)
+
+# The kselftest harness comes from Debian's kernel source at build time and
+# is never committed.
+$(KSELFTEST):
+	@echo "  EXTRACT kselftest harness"
+	$(Q)mkdir -p $(BUILD)/kselftest
+	$(Q)tar -xJf /usr/src/linux-source-6.1.tar.xz -C $(BUILD)/kselftest \
+		--strip-components=4 --wildcards \
+		'linux-source-6.1/tools/testing/selftests/kselftest_harness.h' \
+		'linux-source-6.1/tools/testing/selftests/kselftest.h'
+
+selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE)
+
+$(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
+	@echo "  CC      selftests/$(notdir $@)"
+	$(Q)mkdir -p $(BUILD)/selftests
+	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/selftests $(SRX_CFLAGS) \
+		-Wno-missing-prototypes -o $@ $< -libverbs
+
+host-tests: $(HOST_TESTS)
+
+$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(KSELFTEST)
+	@echo "  CC      host/$(notdir $@)"
+	$(Q)mkdir -p $(BUILD)/host
+	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \
+		$(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs
+
+# Programs the shell tests use; not tests themselves.
+$(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c
+	@echo "  CC      helpers/$(notdir $@)"
+	$(Q)mkdir -p $(BUILD)/helpers
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
+
+# ---------------------------------------------------------------------------
+# Install (DESTDIR-aware). Installs what `make` built; never builds, so it
+# also runs inside the VM against the host's build.
+
+PROVIDER_DIR = $(shell $(TOP)/userspace/check-libibverbs --provider-dir)
+CONFIG_DIR   = $(shell $(TOP)/userspace/check-libibverbs --config-dir)
+
+INSTALLED = $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko \
+            $(DESTDIR)$(PROVIDER_DIR)/libsrx-rdmav34.so \
+            $(DESTDIR)$(CONFIG_DIR)/srx.driver \
+            $(DESTDIR)$(PREFIX)/bin/srx-cq-demo \
+            $(DESTDIR)$(PREFIX)/share/man/man7/srx.7
+
+install:
+	$(Q)for f in $(TOP)/kernel/srx.ko $(PROVIDER) $(TOOLS); do \
+		test -f $$f || { echo "install: $$f is missing: run make first" >&2; exit 1; }; done
+	install -D -m 644 $(TOP)/kernel/srx.ko $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko
+	install -D -m 644 $(PROVIDER) $(DESTDIR)$(PROVIDER_DIR)/libsrx-rdmav34.so
+	install -D -m 644 $(TOP)/userspace/libsrx/srx.driver $(DESTDIR)$(CONFIG_DIR)/srx.driver
+	install -D -m 755 $(BUILD)/srx-cq-demo $(DESTDIR)$(PREFIX)/bin/srx-cq-demo
+	install -D -m 644 $(TOP)/Documentation/srx.7 $(DESTDIR)$(PREFIX)/share/man/man7/srx.7
+ifeq ($(DESTDIR),)
+	depmod -a $(KVER)
+endif
+
+uninstall:
+	rm -f $(INSTALLED)
+	-rmdir $(DESTDIR)/lib/modules/$(KVER)/extra 2>/dev/null
+ifeq ($(DESTDIR),)
+	depmod -a $(KVER)
+endif
+
+# ---------------------------------------------------------------------------
+# The two README commands
 
 deps:
 	$(Q)$(TOP)/tools/deps
 
 check:
 	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory all host-tests
+	$(Q)$(TOP)/tools/check $(BUILD) "$(HOST_TESTS)" "$(VM_TESTS)"
+
+demo:
+	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(TOP)/tools/check $(BUILD) "" ""
+	$(Q)$(TOP)/tools/vm/run -- $(TOP)/tools/demo
 
 clean:
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module clean 2>/dev/null || true
 	rm -rf $(BUILD)

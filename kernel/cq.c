@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Completion queues.
+ *
+ * A CQ is one ring (ring.h, srx-abi.h): the kernel produces CQEs into it and
+ * a consumer takes them. For a user CQ the consumer is libsrx, polling the
+ * mapped ring without system calls; for a kernel CQ it is ib_poll_cq().
+ *
+ * Who touches a CQ, and how:
+ *  - producers (QP flush today, the transport later) call srx_cq_post() in
+ *    process or softirq context; it takes cq->lock;
+ *  - kernel consumers call srx_poll_cq()/srx_req_notify_cq(), under cq->lock;
+ *  - userspace writes the consumer word and the arm word of the mapped ring
+ *    at any time; the kernel reads each once per use and trusts neither;
+ *  - resize runs in process context under resize_mutex, and switches rings
+ *    under cq->lock, so a producer sees either the old ring or the new one;
+ *  - completion events run on comp_cpu from a csd (srx_cq_kick()).
+ *
+ * Why destroy is safe against a concurrent completion: the core refuses to
+ * destroy a CQ that a QP still uses (EBUSY before we are called), so no
+ * producer can reach it; destroy marks the CQ dead under cq->lock, so a
+ * racing post (kernel CQs, whose users promise not to) drops its event; and
+ * it waits for the last csd call to finish before freeing anything.
+ */
+#include <linux/cpumask.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "cq.h"
+#include "device.h"
+#include "ring.h"
+#include "ucontext.h"
+
+static struct srx_cq_ring *srx_cq_ring_alloc(struct ib_ucontext *uctx,
+					     u32 entries)
+{
+	struct srx_cq_ring *ring;
+	size_t size;
+
+	size = PAGE_ALIGN(sizeof(struct srx_cq_ctrl) +
+			  (size_t)entries * sizeof(struct srx_cqe));
+
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	if (!ring)
+		goto err;
+
+	ring->mem = vmalloc_user(size);
+	if (!ring->mem)
+		goto err_free_ring;
+	ring->size = size;
+	ring->entries = entries;
+	ring->ctrl = ring->mem;
+	ring->cqes = ring->mem + sizeof(struct srx_cq_ctrl);
+
+	if (uctx) {
+		ring->mmap = srx_mmap_insert(uctx, ring->mem, size,
+					     &ring->mmap_offset);
+		if (IS_ERR(ring->mmap))
+			goto err_free_mem;
+	} else {
+		ring->mmap = NULL;
+		ring->kqp = kvcalloc(entries, sizeof(*ring->kqp), GFP_KERNEL);
+		if (!ring->kqp)
+			goto err_free_mem;
+	}
+	return ring;
+
+err_free_mem:
+	vfree(ring->mem);
+err_free_ring:
+	kfree(ring);
+err:
+	return NULL;
+}
+
+static void srx_cq_ring_free(struct srx_cq_ring *ring)
+{
+	if (ring->mmap) {
+		srx_mmap_remove(ring->mmap);
+	} else {
+		kvfree(ring->kqp);
+		vfree(ring->mem);
+	}
+	kfree(ring);
+}
+
+static void srx_cq_layout(const struct srx_cq_ring *ring,
+			  struct srx_cq_layout *l)
+{
+	l->mmap_offset = ring->mmap_offset;
+	l->mmap_length = ring->size;
+	l->entries = ring->entries;
+	l->cqe_size = sizeof(struct srx_cqe);
+	l->prod_offset = offsetof(struct srx_cq_ctrl, prod);
+	l->fired_offset = offsetof(struct srx_cq_ctrl, fired);
+	l->status_offset = offsetof(struct srx_cq_ctrl, status);
+	l->dropped_offset = offsetof(struct srx_cq_ctrl, dropped);
+	l->cons_offset = offsetof(struct srx_cq_ctrl, cons);
+	l->arm_offset = offsetof(struct srx_cq_ctrl, arm);
+	l->cqe_offset = sizeof(struct srx_cq_ctrl);
+	l->reserved = 0;
+}
+
+/* The consumer index; K2 of srx-abi.h. The seal half is ignored. */
+static u32 srx_cq_read_cons(const struct srx_cq_ring *ring)
+{
+	return lower_32_bits(smp_load_acquire(&ring->ctrl->cons));
+}
+
+/* Release one hold on the CQ taken by srx_cq_post() for an event. */
+static void srx_cq_kick_done(struct srx_cq *cq)
+{
+	if (atomic_dec_and_test(&cq->kicks))
+		wake_up_var(&cq->kicks);
+}
+
+/*
+ * Runs on comp_cpu with interrupts off (or in the caller as a fallback).
+ * The csd is already free for reuse when this runs, so clearing
+ * SRX_CQ_KICK_QUEUED first lets the next fire queue it again; the barrier
+ * pairs with srx_cq_kick(): either that kick sees the bit clear and queues
+ * another call, or this call sees its events_pending increment.
+ */
+static void srx_cq_kick_fn(void *info)
+{
+	struct srx_cq *cq = info;
+
+	clear_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags);
+	smp_mb__after_atomic();
+
+	while (atomic_add_unless(&cq->events_pending, -1, 0))
+		cq->base_cq.comp_handler(&cq->base_cq, cq->base_cq.cq_context);
+
+	srx_cq_kick_done(cq);
+}
+
+/*
+ * Hand one completion event to comp_handler on comp_cpu, as the interrupt
+ * of a hardware CQ's vector would. smp_call_function_single_async() needs
+ * its callers on one csd serialized: SRX_CQ_KICK_QUEUED lets one caller at
+ * a time queue it, and a kick that finds it queued leaves its event to the
+ * call already on its way. Consumes the hold srx_cq_post() took.
+ */
+static void srx_cq_kick(struct srx_cq *cq)
+{
+	atomic_inc(&cq->events_pending);
+	smp_mb__before_atomic();
+	if (test_and_set_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags)) {
+		srx_cq_kick_done(cq);
+		return;
+	}
+	/*
+	 * comp_cpu went offline, or the csd is still finishing a call that
+	 * ran on this very CPU (the local case unlocks it only after the
+	 * function): deliver from here rather than lose the event.
+	 */
+	if (smp_call_function_single_async(cq->comp_cpu, &cq->csd))
+		srx_cq_kick_fn(cq);
+}
+
+static void srx_cq_raise_error(struct srx_cq *cq)
+{
+	struct ib_cq *ibcq = &cq->base_cq;
+	struct ib_event ev = {
+		.device = ibcq->device,
+		.element.cq = ibcq,
+		.event = IB_EVENT_CQ_ERR,
+	};
+
+	if (ibcq->event_handler)
+		ibcq->event_handler(&ev, ibcq->cq_context);
+}
+
+/**
+ * srx_cq_post - publish completions
+ * @cq: the CQ
+ * @cqes: @n completions, already in ring format
+ * @n: how many
+ * @qp: the QP they belong to (kept for ib_poll_cq of kernel CQs)
+ *
+ * Context: any; takes cq->lock with interrupts off.
+ * Return: 0, or -EOVERFLOW when some were dropped because the ring was full
+ * or the CQ is in error; the caller then moves its QP to the error state.
+ */
+int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
+		unsigned int n, struct ib_qp *qp)
+{
+	struct srx_cq_ring *ring;
+	bool raise_error = false, fire = false;
+	bool solicited = false, failed = false;
+	unsigned long flags;
+	u32 room, posted, lost, i, arm;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	ring = cq->ring;
+
+	if (cq->error || cq->dead) {
+		posted = 0;
+	} else {
+		room = srx_ring_room(cq->prod, srx_cq_read_cons(ring),
+				     ring->entries);
+		posted = min_t(u32, n, room);
+	}
+	lost = n - posted;
+
+	for (i = 0; i < posted; i++) {
+		u32 slot = (cq->prod + i) & (ring->entries - 1);
+
+		ring->cqes[slot] = cqes[i];
+		if (ring->kqp)
+			ring->kqp[slot] = qp;
+		solicited |= cqes[i].flags & SRX_CQE_SOLICITED;
+		failed |= cqes[i].status != IB_WC_SUCCESS;
+	}
+
+	if (posted) {
+		cq->prod += posted;
+		smp_store_release(&ring->ctrl->prod, cq->prod);	/* K1 */
+
+		smp_mb();	/* K3: prod visible before the arm word is read */
+		arm = READ_ONCE(ring->ctrl->arm);
+		if (!cq->dead && srx_arm_fires(arm, cq->fired, solicited, failed)) {
+			cq->fired = srx_arm_seq(arm);
+			WRITE_ONCE(ring->ctrl->fired, cq->fired);
+			fire = true;
+		}
+	}
+
+	if (lost && !cq->dead) {
+		cq->dropped = cq->dropped + lost < cq->dropped ?
+			      U32_MAX : cq->dropped + lost;
+		WRITE_ONCE(ring->ctrl->dropped, cq->dropped);
+		if (!cq->ignore_overrun && !cq->error) {
+			cq->error = true;
+			WRITE_ONCE(ring->ctrl->status,
+				   READ_ONCE(ring->ctrl->status) |
+				   SRX_CQ_STATUS_ERROR);
+			raise_error = true;
+		}
+	}
+	/*
+	 * Hold the CQ for what follows the unlock; destroy, which sets dead
+	 * under the lock, waits for every hold to be released.
+	 */
+	if (fire || raise_error)
+		atomic_inc(&cq->kicks);
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	srx_count(cq->sdev, SRX_CNT_CQES_POSTED, posted);
+	if (lost)
+		srx_count(cq->sdev, SRX_CNT_CQE_OVERRUNS, lost);
+	if (raise_error) {
+		srx_count(cq->sdev, SRX_CNT_CQ_ERRORS, 1);
+		srx_cq_raise_error(cq);
+	}
+	if (fire) {
+		srx_count(cq->sdev, SRX_CNT_CQ_EVENTS, 1);
+		srx_cq_kick(cq);
+	} else if (raise_error) {
+		srx_cq_kick_done(cq);
+	}
+	return lost ? -EOVERFLOW : 0;
+}
+
+static int srx_cq_check_size(int cqe)
+{
+	if (cqe < 1 || cqe > SRX_MAX_CQE)
+		return -EINVAL;
+	return 0;
+}
+
+int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct ib_udata *udata)
+{
+	struct srx_device *sdev = to_srx_dev(ibcq->device);
+	struct srx_cq *cq = to_srx_cq(ibcq);
+	struct srx_ucontext *uctx = rdma_udata_to_drv_context(udata,
+			struct srx_ucontext, base_ucontext);
+	struct srx_create_cq_resp resp = {};
+	struct srx_create_cq_cmd cmd = {};
+	int ret;
+
+	ret = srx_cq_check_size(attr->cqe);
+	if (ret)
+		return ret;
+	if (attr->flags & ~IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN)
+		return -EOPNOTSUPP;
+	if (attr->comp_vector >= ibcq->device->num_comp_vectors)
+		return -EINVAL;
+
+	if (udata) {
+		if (udata->inlen) {
+			ret = ib_copy_from_udata(&cmd, udata,
+						 min(udata->inlen, sizeof(cmd)));
+			if (ret)
+				return ret;
+			if (cmd.flags || cmd.reserved)
+				return -EINVAL;
+			if (udata->inlen > sizeof(cmd) &&
+			    !ib_is_udata_cleared(udata, sizeof(cmd),
+						 udata->inlen - sizeof(cmd)))
+				return -EOPNOTSUPP;
+		}
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+	}
+
+	if (atomic_inc_return(&sdev->num_cq) > srx_device_max_cq()) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	cq->sdev = sdev;
+	cq->is_user = !!udata;
+	cq->ignore_overrun = attr->flags & IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
+	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_mutex);
+	atomic_set(&cq->events_pending, 0);
+	atomic_set(&cq->kicks, 0);
+	INIT_CSD(&cq->csd, srx_cq_kick_fn, cq);
+	cq->comp_cpu = cpumask_local_spread(attr->comp_vector, NUMA_NO_NODE);
+
+	cq->ring = srx_cq_ring_alloc(uctx ? &uctx->base_ucontext : NULL,
+				     srx_ring_entries(attr->cqe));
+	if (!cq->ring) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	if (udata) {
+		srx_cq_layout(cq->ring, &resp.ring);
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_free_ring;
+	}
+
+	ibcq->cqe = cq->ring->entries;
+	return 0;
+
+err_free_ring:
+	srx_cq_ring_free(cq->ring);
+err_count:
+	atomic_dec(&sdev->num_cq);
+	return ret;
+}
+
+int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct srx_cq *cq = to_srx_cq(ibcq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->dead = true;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	/* No post takes a new hold now; wait for the last one to go. */
+	wait_var_event(&cq->kicks, !atomic_read(&cq->kicks));
+
+	if (cq->prepared)
+		srx_cq_ring_free(cq->prepared);
+	srx_cq_ring_free(cq->ring);
+	mutex_destroy(&cq->resize_mutex);
+	atomic_dec(&cq->sdev->num_cq);
+	return 0;
+}
+
+/*
+ * Move every pending CQE of the current ring into @new and make it current.
+ * The old ring is sealed first (SRX_CQ_CONS_SEALED in the consumer word):
+ * consumers compare-and-swap that word to take CQEs, so from the exchange
+ * on none can take a CQE the kernel has already counted. Indices carry
+ * over unchanged, so a consumer that keeps its own index need not reset it.
+ *
+ * Return: 0, or -EINVAL if more CQEs are pending than @new holds; the old
+ * ring is then unsealed and stays current.
+ */
+static int srx_cq_switch_ring(struct srx_cq *cq, struct srx_cq_ring *new)
+{
+	struct srx_cq_ring *old;
+	unsigned long flags;
+	u32 cons, pending, i;
+	u64 word;
+
+	lockdep_assert_held(&cq->resize_mutex);
+
+	spin_lock_irqsave(&cq->lock, flags);
+	old = cq->ring;
+
+	if (cq->is_user) {
+		word = xchg(&old->ctrl->cons, (u64)SRX_CQ_CONS_SEALED << 32);
+		cons = lower_32_bits(word);
+	} else {
+		word = cq->kcons;
+		cons = cq->kcons;
+	}
+	pending = srx_ring_avail(cq->prod, cons, old->entries);
+	if (pending != cq->prod - cons) {
+		/* A consumer index no honest consumer writes: start empty. */
+		srx_count(cq->sdev, SRX_CNT_BAD_USER_INDEX, 1);
+		cons = cq->prod;
+	}
+
+	if (pending > new->entries) {
+		if (cq->is_user)
+			smp_store_release(&old->ctrl->cons, word);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		return -EINVAL;
+	}
+
+	for (i = 0; i < pending; i++) {
+		u32 idx = cons + i;
+
+		new->cqes[idx & (new->entries - 1)] =
+			old->cqes[idx & (old->entries - 1)];
+		if (new->kqp)
+			new->kqp[idx & (new->entries - 1)] =
+				old->kqp[idx & (old->entries - 1)];
+	}
+
+	new->ctrl->cons = cons;
+	new->ctrl->fired = cq->fired;
+	new->ctrl->dropped = cq->dropped;
+	new->ctrl->status = cq->error ? SRX_CQ_STATUS_ERROR : 0;
+	new->ctrl->arm = READ_ONCE(old->ctrl->arm);
+	smp_store_release(&new->ctrl->prod, cq->prod);
+	if (!cq->is_user)
+		cq->kcons = cons;
+	cq->ring = new;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	srx_cq_ring_free(old);
+	return 0;
+}
+
+/* Resize of a kernel CQ (ib_resize_cq()): prepare and commit in one go. */
+static int srx_resize_kernel_cq(struct srx_cq *cq, u32 entries)
+{
+	struct srx_cq_ring *new;
+	int ret;
+
+	new = srx_cq_ring_alloc(NULL, entries);
+	if (!new)
+		return -ENOMEM;
+
+	mutex_lock(&cq->resize_mutex);
+	ret = srx_cq_switch_ring(cq, new);
+	mutex_unlock(&cq->resize_mutex);
+	if (ret)
+		srx_cq_ring_free(new);
+	else
+		cq->base_cq.cqe = entries;
+	return ret;
+}
+
+int srx_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct srx_cq *cq = to_srx_cq(ibcq);
+	struct srx_ucontext *uctx = rdma_udata_to_drv_context(udata,
+			struct srx_ucontext, base_ucontext);
+	struct srx_resize_cq_resp resp = {};
+	struct srx_resize_cq_cmd cmd;
+	struct srx_cq_ring *new;
+	u32 entries;
+	int ret;
+
+	ret = srx_cq_check_size(cqe);
+	if (ret)
+		return ret;
+	entries = srx_ring_entries(cqe);
+
+	if (!udata)
+		return srx_resize_kernel_cq(cq, entries);
+
+	if (udata->inlen < sizeof(cmd))
+		return -EOPNOTSUPP;	/* a provider without the two steps */
+	ret = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+	if (ret)
+		return ret;
+	if (cmd.reserved)
+		return -EINVAL;
+
+	mutex_lock(&cq->resize_mutex);
+	switch (cmd.op) {
+	case SRX_RESIZE_PREPARE:
+		if (udata->outlen < sizeof(resp)) {
+			ret = -EINVAL;
+			break;
+		}
+		new = srx_cq_ring_alloc(&uctx->base_ucontext, entries);
+		if (!new) {
+			ret = -ENOMEM;
+			break;
+		}
+		srx_cq_layout(new, &resp.ring);
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret) {
+			srx_cq_ring_free(new);
+			break;
+		}
+		if (cq->prepared)
+			srx_cq_ring_free(cq->prepared);
+		cq->prepared = new;
+		break;
+
+	case SRX_RESIZE_COMMIT:
+		new = cq->prepared;
+		if (!new || new->entries != entries) {
+			ret = -EINVAL;
+			break;
+		}
+		cq->prepared = NULL;
+		ret = srx_cq_switch_ring(cq, new);
+		if (ret) {
+			srx_cq_ring_free(new);
+			break;
+		}
+		ibcq->cqe = entries;
+		break;
+
+	case SRX_RESIZE_ABORT:
+		if (cq->prepared) {
+			srx_cq_ring_free(cq->prepared);
+			cq->prepared = NULL;
+		}
+		break;
+
+	default:
+		ret = -EINVAL;
+	}
+	mutex_unlock(&cq->resize_mutex);
+	return ret;
+}
+
+static void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ib_qp *qp,
+			  struct ib_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = cqe->wr_id;
+	wc->status = cqe->status;
+	wc->opcode = cqe->opcode;
+	wc->byte_len = cqe->byte_len;
+	wc->qp = qp;
+	wc->src_qp = cqe->src_qp;
+	wc->slid = cqe->slid;
+	wc->sl = cqe->sl;
+	wc->dlid_path_bits = cqe->dlid_path_bits;
+	wc->port_num = SRX_PORT;
+	if (cqe->flags & SRX_CQE_WITH_IMM) {
+		wc->ex.imm_data = (__force __be32)cqe->ex;
+		wc->wc_flags |= IB_WC_WITH_IMM;
+	} else if (cqe->flags & SRX_CQE_WITH_INV) {
+		wc->ex.invalidate_rkey = cqe->ex;
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+	}
+	if (cqe->flags & SRX_CQE_GRH)
+		wc->wc_flags |= IB_WC_GRH;
+	if (cqe->flags & SRX_CQE_IP_CSUM_OK)
+		wc->wc_flags |= IB_WC_IP_CSUM_OK;
+}
+
+/* Kernel CQs only: user CQs are polled by libsrx from the mapped ring. */
+int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct srx_cq *cq = to_srx_cq(ibcq);
+	struct srx_cq_ring *ring;
+	unsigned long flags;
+	int n = 0;
+
+	if (cq->is_user)
+		return -EINVAL;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	ring = cq->ring;
+	while (n < num_entries && cq->kcons != cq->prod) {
+		u32 slot = cq->kcons & (ring->entries - 1);
+
+		srx_cqe_to_wc(&ring->cqes[slot], ring->kqp[slot], &wc[n]);
+		cq->kcons++;
+		n++;
+	}
+	if (n)
+		smp_store_release(&ring->ctrl->cons, (u64)cq->kcons);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+/* Kernel CQs only: libsrx arms a user CQ by writing the arm word itself. */
+int srx_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct srx_cq *cq = to_srx_cq(ibcq);
+	unsigned long irqflags;
+	u32 arm;
+	int missed;
+
+	if (cq->is_user)
+		return -EINVAL;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	/* A fresh sequence, never the one last fired on (31 bits wrap). */
+	do {
+		cq->arm_seq = (cq->arm_seq + 1) & (U32_MAX >> SRX_CQ_ARM_SEQ_SHIFT);
+	} while (cq->arm_seq == cq->fired);
+	arm = cq->arm_seq << SRX_CQ_ARM_SEQ_SHIFT;
+	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
+		arm |= SRX_CQ_ARM_SOLICITED;
+	WRITE_ONCE(cq->ring->ctrl->arm, arm);
+	missed = (flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->kcons != cq->prod;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return missed;
+}

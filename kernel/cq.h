@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#ifndef SRX_CQ_H
+#define SRX_CQ_H
+
+#include <linux/mutex.h>
+#include <linux/smp.h>
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+
+#include <rdma/srx-abi.h>
+
+struct srx_device;
+struct srx_mmap_entry;
+
+/* Bits of srx_cq.kick_flags. */
+#define SRX_CQ_KICK_QUEUED 0
+
+/*
+ * One CQ ring: a vmalloc_user() region holding struct srx_cq_ctrl and the
+ * CQE array. For a user CQ the region belongs to its mmap entry, which frees
+ * it once the CQ has dropped the entry and no mmap() is in progress; the
+ * pages themselves live on until the process unmaps them.
+ */
+struct srx_cq_ring {
+	void *mem;
+	size_t size;
+	struct srx_cq_ctrl *ctrl;
+	struct srx_cqe *cqes;
+	u32 entries;			/* power of two */
+	struct srx_mmap_entry *mmap;	/* user CQs: owner of mem */
+	u64 mmap_offset;
+	struct ib_qp **kqp;		/* kernel CQs: the QP of each slot */
+};
+
+struct srx_cq {
+	struct ib_cq base_cq;
+	struct srx_device *sdev;
+	bool is_user;
+	bool ignore_overrun;
+
+	/*
+	 * lock protects ring (the pointer and every kernel-written word in
+	 * it), prod, kcons, fired, arm_seq, dropped, error and dead. Taken
+	 * with interrupts off: kernel consumers poll and post from softirq.
+	 */
+	spinlock_t lock;
+	struct srx_cq_ring *ring;
+	u32 prod;		/* the kernel's own producer index */
+	u32 kcons;		/* kernel CQs: consumer index of ib_poll_cq */
+	u32 fired;		/* arm sequence last fired on */
+	u32 arm_seq;		/* kernel CQs: last arm sequence used */
+	u32 dropped;		/* completions lost to overrun, saturating */
+	bool error;		/* overrun without IGNORE_OVERRUN */
+	bool dead;		/* destroy has begun: no more events */
+
+	/* resize_mutex serializes resizes and protects prepared. */
+	struct mutex resize_mutex;
+	struct srx_cq_ring *prepared;
+
+	/*
+	 * Completion events run on comp_cpu, in interrupt context like a
+	 * hardware CQ's (srx_cq_kick()). events_pending counts fires not yet
+	 * handed to comp_handler; kick_flags holds SRX_CQ_KICK_QUEUED while
+	 * the csd is queued; kicks counts holds on the CQ by posters that
+	 * raise an event or an error after dropping the lock, and by queued
+	 * csd calls, so that destroy can wait for the last of them.
+	 */
+	int comp_cpu;
+	atomic_t events_pending;
+	unsigned long kick_flags;
+	atomic_t kicks;
+	call_single_data_t csd;
+};
+
+static inline struct srx_cq *to_srx_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct srx_cq, base_cq);
+}
+
+/* cq.c */
+int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		  struct ib_udata *udata);
+int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int srx_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int srx_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
+		unsigned int n, struct ib_qp *qp);
+
+#endif /* SRX_CQ_H */

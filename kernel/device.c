@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * One srx device per netdev: creation, registration with the RDMA core,
+ * the device and port queries, and following the netdev's state.
+ *
+ * A device is created by `rdma link add` (main.c, srx_newlink) and goes
+ * away by `rdma link delete`, by the netdev's NETDEV_UNREGISTER (queued,
+ * because the notifier runs under RTNL), or by module unload. The core calls
+ * srx_dealloc_driver() last in every case, once no op can run any more.
+ */
+#include <linux/cpumask.h>
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_verbs.h>
+
+#include "cq.h"
+#include "device.h"
+#include "mr.h"
+#include "qp.h"
+#include "ucontext.h"
+
+static unsigned int max_cq;
+
+/*
+ * Every registered srx device, so that a change of max_cq reaches the copy
+ * of the attributes the RDMA core answers ibv_query_device() from.
+ * srx_devices_lock protects the list and serializes those updates.
+ */
+static LIST_HEAD(srx_devices);
+static DEFINE_MUTEX(srx_devices_lock);
+
+static int srx_set_max_cq(const char *val, const struct kernel_param *kp)
+{
+	struct srx_device *sdev;
+	int ret;
+
+	mutex_lock(&srx_devices_lock);
+	ret = param_set_uint(val, kp);
+	if (!ret)
+		list_for_each_entry(sdev, &srx_devices, list)
+			WRITE_ONCE(sdev->base_dev.attrs.max_cq,
+				   srx_device_max_cq());
+	mutex_unlock(&srx_devices_lock);
+	return ret;
+}
+
+static const struct kernel_param_ops srx_max_cq_ops = {
+	.set = srx_set_max_cq,
+	.get = param_get_uint,
+};
+module_param_cb(max_cq, &srx_max_cq_ops, &max_cq, 0644);
+MODULE_PARM_DESC(max_cq,
+		 "CQs per device; 0 (default): as many as memory allows");
+
+/*
+ * Smallest memory a CQ costs: its one-page ring plus the kernel objects.
+ * With the max_cq parameter at 0 the limit is what RAM could hold of those,
+ * so the limit reflects memory and not an arbitrary constant.
+ */
+#define SRX_CQ_MIN_FOOTPRINT (PAGE_SIZE + 1024)
+
+u32 srx_device_max_cq(void)
+{
+	u64 limit = READ_ONCE(max_cq);
+
+	if (!limit)
+		limit = div_u64((u64)totalram_pages() << PAGE_SHIFT,
+				SRX_CQ_MIN_FOOTPRINT);
+	return min_t(u64, limit, INT_MAX);
+}
+
+static int srx_query_device(struct ib_device *ibdev,
+			    struct ib_device_attr *attr, struct ib_udata *udata)
+{
+	struct srx_device *sdev = to_srx_dev(ibdev);
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	*attr = sdev->attrs;
+	attr->max_cq = srx_device_max_cq();
+	return 0;
+}
+
+static enum ib_port_state srx_netdev_port_state(struct net_device *netdev)
+{
+	return netif_running(netdev) && netif_carrier_ok(netdev) ?
+	       IB_PORT_ACTIVE : IB_PORT_DOWN;
+}
+
+static int srx_query_port(struct ib_device *ibdev, u32 port,
+			  struct ib_port_attr *attr)
+{
+	struct srx_device *sdev = to_srx_dev(ibdev);
+	struct net_device *netdev = sdev->netdev;
+
+	/* The caller zeroed *attr. */
+	attr->gid_tbl_len = SRX_GID_TABLE_LEN;
+	attr->pkey_tbl_len = 1;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = SRX_MAX_MSG_SIZE;
+	attr->max_mtu = IB_MTU_4096;
+	attr->max_vl_num = 1;
+
+	spin_lock_irq(&sdev->port_lock);
+	attr->state = sdev->port_state;
+	spin_unlock_irq(&sdev->port_lock);
+
+	attr->active_mtu = iboe_get_mtu(READ_ONCE(netdev->mtu));
+	if (attr->state == IB_PORT_ACTIVE)
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	else if (dev_get_flags(netdev) & IFF_UP)
+		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
+	else
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+
+	/*
+	 * -ENODEV once the netdev is unregistering: the port is going away,
+	 * not failing, so report the slowest speed rather than an error (the
+	 * core's cache update would log "ib_query_port failed").
+	 */
+	if (ib_get_eth_speed(ibdev, port, &attr->active_speed,
+			     &attr->active_width)) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+	}
+	return 0;
+}
+
+static int srx_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			  u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static int srx_get_port_immutable(struct ib_device *ibdev, u32 port,
+				  struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->pkey_tbl_len = 1;
+	immutable->gid_tbl_len = SRX_GID_TABLE_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer srx_get_link_layer(struct ib_device *ibdev,
+					       u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+/* Last op the core calls for a device; nothing of it runs afterwards. */
+static void srx_dealloc_driver(struct ib_device *ibdev)
+{
+	struct srx_device *sdev = to_srx_dev(ibdev);
+
+	mutex_lock(&srx_devices_lock);
+	if (!list_empty(&sdev->list))
+		list_del_init(&sdev->list);
+	mutex_unlock(&srx_devices_lock);
+
+	WARN_ON(!xa_empty(&sdev->qp_xa));
+	WARN_ON(!xa_empty(&sdev->mr_xa));
+	xa_destroy(&sdev->qp_xa);
+	xa_destroy(&sdev->mr_xa);
+	free_percpu(sdev->counters);
+	if (sdev->netdev)
+		dev_put(sdev->netdev);
+}
+
+static const struct ib_device_ops srx_device_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = SRX_DRIVER_ID,
+	.uverbs_abi_ver = SRX_UVERBS_ABI_VERSION,
+
+	.alloc_hw_port_stats = srx_alloc_hw_port_stats,
+	.alloc_pd = srx_alloc_pd,
+	.alloc_ucontext = srx_alloc_ucontext,
+	.create_cq = srx_create_cq,
+	.create_qp = srx_create_qp,
+	.dealloc_driver = srx_dealloc_driver,
+	.dealloc_pd = srx_dealloc_pd,
+	.dealloc_ucontext = srx_dealloc_ucontext,
+	.dereg_mr = srx_dereg_mr,
+	.destroy_cq = srx_destroy_cq,
+	.destroy_qp = srx_destroy_qp,
+	.disassociate_ucontext = srx_disassociate_ucontext,
+	.get_dma_mr = srx_get_dma_mr,
+	.get_hw_stats = srx_get_hw_stats,
+	.get_link_layer = srx_get_link_layer,
+	.get_port_immutable = srx_get_port_immutable,
+	.mmap = srx_mmap,
+	.mmap_free = srx_mmap_free,
+	.modify_qp = srx_modify_qp,
+	.poll_cq = srx_poll_cq,
+	.post_recv = srx_post_recv,
+	.post_send = srx_post_send,
+	.query_device = srx_query_device,
+	.query_pkey = srx_query_pkey,
+	.query_port = srx_query_port,
+	.query_qp = srx_query_qp,
+	.reg_user_mr = srx_reg_user_mr,
+	.req_notify_cq = srx_req_notify_cq,
+	.resize_cq = srx_resize_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, srx_cq, base_cq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, srx_pd, base_pd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, srx_qp, base_qp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, srx_ucontext, base_ucontext),
+};
+
+static void srx_init_attrs(struct srx_device *sdev)
+{
+	struct ib_device_attr *a = &sdev->attrs;
+
+	a->sys_image_guid = sdev->base_dev.node_guid;
+	a->vendor_id = SRX_VENDOR_ID;
+	a->max_mr_size = U64_MAX;
+	a->page_size_cap = ~(u64)(PAGE_SIZE - 1);
+	a->max_qp = SRX_MAX_QP;
+	a->max_qp_wr = SRX_MAX_QP_WR;
+	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
+			      IB_DEVICE_PORT_ACTIVE_EVENT;
+	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	a->max_send_sge = SRX_MAX_SGE;
+	a->max_recv_sge = SRX_MAX_SGE;
+	a->max_sge_rd = SRX_MAX_SGE;
+	a->max_cqe = SRX_MAX_CQE;
+	a->max_mr = SRX_MAX_MR;
+	a->max_pd = SRX_MAX_PD;
+	a->max_qp_rd_atom = SRX_MAX_QP_RD_ATOM;
+	a->max_qp_init_rd_atom = SRX_MAX_QP_RD_ATOM;
+	a->max_res_rd_atom = SRX_MAX_QP_RD_ATOM * 1024;
+	a->atomic_cap = IB_ATOMIC_NONE;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+}
+
+/*
+ * Create and register the device for @netdev.
+ *
+ * Context: process, from srx_newlink() under the core's link_ops_rwsem.
+ */
+int srx_device_add(const char *name, struct net_device *netdev)
+{
+	struct srx_device *sdev;
+	struct ib_device *ibdev;
+	int ret;
+
+	sdev = ib_alloc_device(srx_device, base_dev);
+	if (!sdev)
+		return -ENOMEM;
+	ibdev = &sdev->base_dev;
+	INIT_LIST_HEAD(&sdev->list);
+
+	/* From here on ib_dealloc_device() calls srx_dealloc_driver(). */
+	sdev->counters = alloc_percpu(struct srx_counters);
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC);
+	if (!sdev->counters) {
+		ret = -ENOMEM;
+		goto err_dealloc;
+	}
+
+	/* Held until srx_dealloc_driver(): see struct srx_device. */
+	dev_hold(netdev);
+	sdev->netdev = netdev;
+	spin_lock_init(&sdev->port_lock);
+	sdev->port_state = srx_netdev_port_state(netdev);
+
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, netdev->dev_addr);
+	srx_init_attrs(sdev);
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	strscpy(ibdev->node_desc, "srx", sizeof(ibdev->node_desc));
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = num_online_cpus();
+	/* The doorbell of a user QP is a write() POST_SEND without WRs. */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND);
+	ib_set_device_ops(ibdev, &srx_device_ops);
+
+	ret = ib_device_set_netdev(ibdev, netdev, SRX_PORT);
+	if (ret)
+		goto err_dealloc;
+
+	/*
+	 * With the RDMA core in exclusive netns mode, live in the network
+	 * namespace of the netdev: the device is then seen there and only
+	 * there. In shared mode stay in init_net: the core gives every other
+	 * namespace a compat device, but none to init_net, so a device living
+	 * elsewhere would have no /sys/class/infiniband entry there. rdma_net
+	 * is still init_net here, so the access check below is true for
+	 * another namespace exactly in shared mode; and the mode cannot change
+	 * while that namespace exists. Nothing holds the namespace: if it goes
+	 * first, the core's rdma_dev_exit_net() moves the device back to
+	 * init_net (and the netdev's unregistration then removes it).
+	 * rdma_dev_change_netns() sets the same field.
+	 */
+	if (!rdma_dev_access_netns(ibdev, dev_net(netdev)))
+		write_pnet(&ibdev->coredev.rdma_net, dev_net(netdev));
+
+	/*
+	 * On the list before registration, which copies the attributes: a
+	 * max_cq change from now on updates that copy.
+	 */
+	mutex_lock(&srx_devices_lock);
+	list_add(&sdev->list, &srx_devices);
+	mutex_unlock(&srx_devices_lock);
+
+	ret = ib_register_device(ibdev, name, NULL);
+	if (ret)
+		goto err_dealloc;
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(ibdev);
+	return ret;
+}
+
+static void srx_port_event(struct srx_device *sdev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &sdev->base_dev,
+		.element.port_num = SRX_PORT,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+/*
+ * A netdev event for the device's netdev.
+ *
+ * Context: process, RTNL held (netdev notifier).
+ */
+void srx_device_netdev_event(struct srx_device *sdev, unsigned long event)
+{
+	enum ib_port_state state;
+	bool changed;
+
+	ASSERT_RTNL();
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		/* Unregistration takes RTNL itself, hence queued. */
+		ib_unregister_device_queued(&sdev->base_dev);
+		return;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		break;
+	default:
+		/* MTU and addresses are read live; GIDs are the core's job. */
+		return;
+	}
+
+	state = srx_netdev_port_state(sdev->netdev);
+	spin_lock_irq(&sdev->port_lock);
+	changed = sdev->port_state != state;
+	sdev->port_state = state;
+	spin_unlock_irq(&sdev->port_lock);
+
+	if (changed)
+		srx_port_event(sdev, state == IB_PORT_ACTIVE ?
+				     IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+}

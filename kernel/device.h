@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#ifndef SRX_DEVICE_H
+#define SRX_DEVICE_H
+
+#include <linux/netdevice.h>
+#include <linux/percpu.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include <rdma/srx-abi.h>
+
+/*
+ * Limits of one srx device. They are what the object layer enforces, and
+ * query_device reports exactly these.
+ */
+#define SRX_MAX_CQE		(1u << 22)	/* entries of the largest CQ ring */
+#define SRX_MAX_QP_WR		(1u << 15)
+#define SRX_MAX_SGE		32
+#define SRX_MAX_INLINE		512
+#define SRX_MAX_QP		((1u << 24) - 16)
+#define SRX_MIN_QPN		16		/* below: reserved (QP1 is GSI) */
+#define SRX_MAX_QPN		((1u << 24) - 1)
+#define SRX_MAX_MR		((1u << 24) - 1)	/* key index is 24 bits */
+#define SRX_MAX_PD		(1u << 20)
+#define SRX_MAX_QP_RD_ATOM	16
+#define SRX_GID_TABLE_LEN	256
+#define SRX_MAX_MSG_SIZE	0x80000000u
+#define SRX_PORT		1
+
+/*
+ * vendor_id is an IEEE OUI and srx has none: FF-FF-FF can never be assigned,
+ * so no tool mistakes srx for some vendor's hardware (rxe does the same);
+ * libibverbs matches srx by driver id, not by vendor.
+ */
+#define SRX_VENDOR_ID		0xffffff
+
+/* Counters of one device, read by `rdma statistic` (stats.c). */
+enum srx_counter {
+	SRX_CNT_CQES_POSTED,
+	SRX_CNT_CQE_OVERRUNS,
+	SRX_CNT_CQ_ERRORS,
+	SRX_CNT_CQ_EVENTS,
+	SRX_CNT_WQES_FLUSHED,
+	SRX_CNT_DOORBELLS,
+	SRX_CNT_BAD_USER_INDEX,
+	SRX_CNT_COUNT
+};
+
+struct srx_counters {
+	u64 cnt[SRX_CNT_COUNT];
+};
+
+struct srx_device {
+	struct ib_device base_dev;
+	struct list_head list;		/* in srx_devices, device.c */
+
+	/*
+	 * The netdev this device sits on, held from creation to
+	 * srx_dealloc_driver(). Its NETDEV_UNREGISTER queues our
+	 * unregistration, and the netdev's own unregistration waits for that
+	 * reference, so the pointer is valid for every op.
+	 */
+	struct net_device *netdev;
+
+	struct ib_device_attr attrs;	/* fixed at creation, but max_cq */
+
+	spinlock_t port_lock;		/* protects port_state */
+	enum ib_port_state port_state;
+
+	/* Objects alive on this device, checked against attrs limits. */
+	atomic_t num_cq;
+	atomic_t num_qp;
+	atomic_t num_pd;
+	atomic_t num_mr;
+	atomic_t num_ucontext;
+
+	struct xarray qp_xa;		/* qpn -> struct srx_qp, own lock */
+	u32 qp_next;			/* cyclic allocation hint, under qp_xa lock */
+	struct xarray mr_xa;		/* key index -> struct srx_mr, own lock */
+	u32 mr_next;			/* cyclic allocation hint, under mr_xa lock */
+
+	struct srx_counters __percpu *counters;
+};
+
+static inline struct srx_device *to_srx_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct srx_device, base_dev);
+}
+
+static inline void srx_count(struct srx_device *sdev, enum srx_counter c,
+			     u64 n)
+{
+	this_cpu_add(sdev->counters->cnt[c], n);
+}
+
+/* device.c */
+int srx_device_add(const char *name, struct net_device *netdev);
+void srx_device_netdev_event(struct srx_device *sdev, unsigned long event);
+u32 srx_device_max_cq(void);
+
+/* stats.c */
+struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,
+					      u32 port_num);
+int srx_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		     u32 port_num, int index);
+
+#define srx_dbg(sdev, fmt, ...) \
+	ibdev_dbg(&(sdev)->base_dev, "%s: " fmt, __func__, ##__VA_ARGS__)
+
+#endif /* SRX_DEVICE_H */

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * srx: a RoCE v2 verbs device over any Ethernet netdev.
+ *
+ * Module init and exit, the `rdma link` type, and the netdev notifier.
+ */
+#include <linux/if_arp.h>
+#include <linux/if_vlan.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_netlink.h>
+
+#include "device.h"
+
+#if BITS_PER_LONG != 64
+#error "srx shares 64-bit words with userspace and needs a 64-bit kernel"
+#endif
+
+/*
+ * Context: process, under the core's link_ops_rwsem (read); @netdev is held
+ * by the caller for the duration.
+ */
+static int srx_newlink(const char *name, struct net_device *netdev)
+{
+	struct ib_device *exists;
+
+	/* RoCE needs Ethernet framing: virtio, veth, VLAN, bond, tap... */
+	if (netdev->type != ARPHRD_ETHER) {
+		pr_info("srx: %s is not an Ethernet device (ARP type %u)\n",
+			netdev->name, netdev->type);
+		return -EINVAL;
+	}
+
+	/*
+	 * RoCE puts the RDMA device on the real netdev and gives it its VLANs'
+	 * addresses as GIDs tagged with the VLAN id. The RDMA core credits an
+	 * address only to a device on the real netdev of the address's netdev
+	 * (roce_gid_mgmt.c, is_eth_port_of_netdev_filter()), so a device on a
+	 * VLAN netdev would never have an IP GID: say what works instead.
+	 */
+	if (is_vlan_dev(netdev)) {
+		pr_info("srx: %s is a VLAN device: add srx on %s, and the addresses of %s become its GIDs with VLAN id %u\n",
+			netdev->name, vlan_dev_real_dev(netdev)->name,
+			netdev->name, vlan_dev_vlan_id(netdev));
+		return -EOPNOTSUPP;
+	}
+
+	exists = ib_device_get_by_netdev(netdev, SRX_DRIVER_ID);
+	if (exists) {
+		pr_info("srx: %s already has device %s\n", netdev->name,
+			dev_name(&exists->dev));
+		ib_device_put(exists);
+		return -EEXIST;
+	}
+
+	return srx_device_add(name, netdev);
+}
+
+static struct rdma_link_ops srx_link_ops = {
+	.type = "srx",
+	.newlink = srx_newlink,
+};
+
+static int srx_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *ptr)
+{
+	struct net_device *netdev = netdev_notifier_info_to_dev(ptr);
+	struct ib_device *ibdev;
+
+	ibdev = ib_device_get_by_netdev(netdev, SRX_DRIVER_ID);
+	if (!ibdev)
+		return NOTIFY_DONE;
+
+	srx_device_netdev_event(to_srx_dev(ibdev), event);
+	ib_device_put(ibdev);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block srx_netdev_notifier = {
+	.notifier_call = srx_netdev_event,
+};
+
+static int __init srx_init(void)
+{
+	int ret;
+
+	ret = register_netdevice_notifier(&srx_netdev_notifier);
+	if (ret)
+		return ret;
+
+	rdma_link_register(&srx_link_ops);
+	return 0;
+}
+
+static void __exit srx_exit(void)
+{
+	rdma_link_unregister(&srx_link_ops);
+	/* Waits for queued unregistrations; detaches open user contexts. */
+	ib_unregister_driver(SRX_DRIVER_ID);
+	unregister_netdevice_notifier(&srx_netdev_notifier);
+}
+
+module_init(srx_init);
+module_exit(srx_exit);
+
+MODULE_DESCRIPTION("srx: software RoCE v2 verbs device");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_ALIAS_RDMA_LINK("srx");

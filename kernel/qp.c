@@ -1,0 +1,690 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Queue pairs: objects, the IB state machine, work queue rings, and the
+ * flush that completes every outstanding work request when a QP enters the
+ * error state.
+ *
+ * The wire protocol is not here yet: a WQE posted to a QP that is not in
+ * the error state stays in its ring. Flushing is what produces completions
+ * today, and it is the path every later error will take.
+ *
+ * Contexts: create/modify/query/destroy run in process context and are
+ * serialized by state_mutex (the core also serializes destroy against the
+ * rest for user QPs). Kernel post_send/post_recv may run in any context.
+ * A user QP's doorbell (a write() POST_SEND with no work requests) runs in
+ * process context. Lock order: state_mutex, then a work queue's lock, then
+ * a CQ's lock; state_lock nests inside state_mutex and is never held while
+ * taking another lock.
+ */
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "cq.h"
+#include "device.h"
+#include "qp.h"
+#include "ring.h"
+#include "ucontext.h"
+
+/* Completions a flush hands to the CQ at a time. */
+#define SRX_FLUSH_BATCH 16
+
+static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
+			u32 want_wr, u32 want_sge, u32 want_inline, bool send)
+{
+	size_t hdr = send ? sizeof(struct srx_send_wqe) :
+			    sizeof(struct srx_recv_wqe);
+	size_t body = max_t(size_t, max_t(u32, want_sge, 1) *
+					sizeof(struct srx_sge), want_inline);
+
+	spin_lock_init(&wq->lock);
+	wq->entries = srx_ring_entries(max_t(u32, want_wr, 1));
+	wq->wqe_size = roundup_pow_of_two(hdr + body);
+	wq->max_sge = min_t(u32, (wq->wqe_size - hdr) / sizeof(struct srx_sge),
+			    SRX_MAX_SGE);
+	wq->max_inline = send ? min_t(u32, wq->wqe_size - hdr,
+				      SRX_MAX_INLINE) : 0;
+	wq->size = PAGE_ALIGN(sizeof(struct srx_wq_ctrl) +
+			      (size_t)wq->entries * wq->wqe_size);
+
+	wq->mem = vmalloc_user(wq->size);
+	if (!wq->mem)
+		return -ENOMEM;
+	wq->ctrl = wq->mem;
+	wq->wqes = wq->mem + sizeof(struct srx_wq_ctrl);
+
+	if (uctx) {
+		wq->mmap = srx_mmap_insert(uctx, wq->mem, wq->size,
+					   &wq->mmap_offset);
+		if (IS_ERR(wq->mmap)) {
+			int ret = PTR_ERR(wq->mmap);
+
+			vfree(wq->mem);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void srx_wq_free(struct srx_wq *wq)
+{
+	if (wq->mmap)
+		srx_mmap_remove(wq->mmap);
+	else
+		vfree(wq->mem);
+}
+
+static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
+{
+	l->mmap_offset = wq->mmap_offset;
+	l->mmap_length = wq->size;
+	l->entries = wq->entries;
+	l->wqe_size = wq->wqe_size;
+	l->prod_offset = offsetof(struct srx_wq_ctrl, prod);
+	l->cons_offset = offsetof(struct srx_wq_ctrl, cons);
+	l->state_offset = offsetof(struct srx_wq_ctrl, state);
+	l->wqe_offset = sizeof(struct srx_wq_ctrl);
+	l->max_sge = wq->max_sge;
+	l->max_inline = wq->max_inline;
+}
+
+static void *srx_wq_slot(struct srx_wq *wq, u32 idx)
+{
+	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
+}
+
+/* The producer index: the kernel's own, or the one userspace published. */
+static u32 srx_wq_prod(struct srx_qp *qp, struct srx_wq *wq)
+{
+	lockdep_assert_held(&wq->lock);
+
+	if (!qp->is_user)
+		return wq->kprod;
+	return smp_load_acquire(&wq->ctrl->prod);	/* K4 */
+}
+
+static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Complete every WQE between the kernel's consumer index and the producer
+ * index with IB_WC_WR_FLUSH_ERR. Every flushed WQE completes, signaled or
+ * not: selective signaling only suppresses successful completions (IBTA
+ * 1.4 section 10.8.6). From a user ring only wr_id and the opcode are read,
+ * each once; a producer index that cannot be honest flushes nothing.
+ */
+static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send)
+{
+	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
+					     qp->base_qp.recv_cq);
+	struct srx_cqe cqes[SRX_FLUSH_BATCH];
+	unsigned long flags;
+	u32 prod, avail, flushed = 0;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	prod = srx_wq_prod(qp, wq);
+	avail = srx_ring_avail(prod, wq->kcons, wq->entries);
+	if (avail != prod - wq->kcons)
+		srx_count(qp->sdev, SRX_CNT_BAD_USER_INDEX, 1);
+
+	while (avail) {
+		u32 n = min_t(u32, avail, SRX_FLUSH_BATCH), i;
+
+		memset(cqes, 0, n * sizeof(cqes[0]));
+		for (i = 0; i < n; i++) {
+			void *slot = srx_wq_slot(wq, wq->kcons + i);
+
+			cqes[i].status = IB_WC_WR_FLUSH_ERR;
+			cqes[i].qp_num = qp->base_qp.qp_num;
+			if (send) {
+				struct srx_send_wqe *wqe = slot;
+
+				cqes[i].wr_id = READ_ONCE(wqe->wr_id);
+				cqes[i].opcode =
+					srx_wr_to_wc_opcode(READ_ONCE(wqe->opcode));
+			} else {
+				struct srx_recv_wqe *wqe = slot;
+
+				cqes[i].wr_id = READ_ONCE(wqe->wr_id);
+				cqes[i].opcode = IB_WC_RECV;
+			}
+		}
+		wq->kcons += n;
+		avail -= n;
+		flushed += n;
+		/* An overrun here changes nothing: the QP is already in error. */
+		srx_cq_post(cq, cqes, n, &qp->base_qp);
+	}
+	smp_store_release(&wq->ctrl->cons, wq->kcons);
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+	if (flushed)
+		srx_count(qp->sdev, SRX_CNT_WQES_FLUSHED, flushed);
+}
+
+/* Drop every WQE without a completion, as the transition to RESET does. */
+static void srx_wq_discard(struct srx_qp *qp, struct srx_wq *wq)
+{
+	unsigned long flags;
+	u32 prod;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	prod = srx_wq_prod(qp, wq);
+	if (srx_ring_avail(prod, wq->kcons, wq->entries) == prod - wq->kcons)
+		wq->kcons = prod;
+	smp_store_release(&wq->ctrl->cons, wq->kcons);
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
+/*
+ * Publish the state to both rings. The barrier orders the state store
+ * before the producer-index loads of a following flush: the doorbell
+ * contract of srx-abi.h.
+ */
+static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
+{
+	lockdep_assert_held(&qp->state_lock);
+
+	qp->state = state;
+	WRITE_ONCE(qp->sq.ctrl->state, state);
+	WRITE_ONCE(qp->rq.ctrl->state, state);
+	smp_mb();
+}
+
+static void srx_qp_flush(struct srx_qp *qp)
+{
+	srx_wq_flush(qp, &qp->sq, true);
+	srx_wq_flush(qp, &qp->rq, false);
+}
+
+static int srx_qp_check_cap(const struct ib_qp_cap *cap)
+{
+	if (cap->max_send_wr > SRX_MAX_QP_WR ||
+	    cap->max_recv_wr > SRX_MAX_QP_WR ||
+	    cap->max_send_sge > SRX_MAX_SGE ||
+	    cap->max_recv_sge > SRX_MAX_SGE ||
+	    cap->max_inline_data > SRX_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static int srx_qp_alloc_qpn(struct srx_device *sdev, struct srx_qp *qp,
+			    enum ib_qp_type type)
+{
+	u32 qpn;
+	int ret;
+
+	if (type == IB_QPT_GSI) {
+		ret = xa_insert_irq(&sdev->qp_xa, 1, qp, GFP_KERNEL);
+		qpn = 1;
+	} else {
+		ret = xa_alloc_cyclic_irq(&sdev->qp_xa, &qpn, qp,
+					  XA_LIMIT(SRX_MIN_QPN, SRX_MAX_QPN),
+					  &sdev->qp_next, GFP_KERNEL);
+	}
+	if (ret < 0)
+		return ret;
+	qp->base_qp.qp_num = qpn;
+	return 0;
+}
+
+int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		  struct ib_udata *udata)
+{
+	struct srx_device *sdev = to_srx_dev(ibqp->device);
+	struct srx_qp *qp = to_srx_qp(ibqp);
+	struct srx_ucontext *uctx = rdma_udata_to_drv_context(udata,
+			struct srx_ucontext, base_ucontext);
+	struct ib_ucontext *ibuctx = uctx ? &uctx->base_ucontext : NULL;
+	struct srx_create_qp_resp resp = {};
+	int ret;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:
+		if (udata)
+			return -EOPNOTSUPP;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || !init->recv_cq)
+		return -EINVAL;
+	ret = srx_qp_check_cap(&init->cap);
+	if (ret)
+		return ret;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+
+	if (atomic_inc_return(&sdev->num_qp) > SRX_MAX_QP) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->sdev = sdev;
+	qp->is_user = !!udata;
+	qp->sq_sig_type = init->sq_sig_type;
+	mutex_init(&qp->state_mutex);
+	spin_lock_init(&qp->state_lock);
+
+	ret = srx_wq_alloc(&qp->sq, ibuctx, init->cap.max_send_wr,
+			   init->cap.max_send_sge, init->cap.max_inline_data,
+			   true);
+	if (ret)
+		goto err_count;
+	ret = srx_wq_alloc(&qp->rq, ibuctx, init->cap.max_recv_wr,
+			   init->cap.max_recv_sge, 0, false);
+	if (ret)
+		goto err_free_sq;
+
+	ret = srx_qp_alloc_qpn(sdev, qp, init->qp_type);
+	if (ret)
+		goto err_free_rq;
+
+	spin_lock_irq(&qp->state_lock);
+	srx_qp_publish_state(qp, IB_QPS_RESET);
+	spin_unlock_irq(&qp->state_lock);
+
+	if (udata) {
+		srx_wq_layout(&qp->sq, &resp.sq);
+		srx_wq_layout(&qp->rq, &resp.rq);
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_free_qpn;
+	}
+
+	init->cap.max_send_wr = qp->sq.entries;
+	init->cap.max_recv_wr = qp->rq.entries;
+	init->cap.max_send_sge = qp->sq.max_sge;
+	init->cap.max_recv_sge = qp->rq.max_sge;
+	init->cap.max_inline_data = qp->sq.max_inline;
+	return 0;
+
+err_free_qpn:
+	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
+err_free_rq:
+	srx_wq_free(&qp->rq);
+err_free_sq:
+	srx_wq_free(&qp->sq);
+err_count:
+	atomic_dec(&sdev->num_qp);
+	return ret;
+}
+
+int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct srx_qp *qp = to_srx_qp(ibqp);
+	struct srx_device *sdev = qp->sdev;
+
+	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
+	srx_wq_free(&qp->rq);
+	srx_wq_free(&qp->sq);
+	mutex_destroy(&qp->state_mutex);
+	atomic_dec(&sdev->num_qp);
+	return 0;
+}
+
+#define SRX_QP_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+/* Range checks of everything ib_modify_qp_is_ok() does not look at. */
+static int srx_qp_check_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
+			     int mask)
+{
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE | IB_QP_RATE_LIMIT))
+		return -EOPNOTSUPP;	/* no path migration, no rate limits */
+	if (mask & IB_QP_CAP)
+		return -EINVAL;
+	if ((mask & IB_QP_PORT) && attr->port_num != SRX_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~SRX_QP_ACCESS))
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SRX_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SRX_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SRX_MAX_QPN)
+		return -EINVAL;
+	if (mask & IB_QP_AV) {
+		const struct rdma_ah_attr *ah = &attr->ah_attr;
+
+		/* RoCE addresses by GID: the GRH is not optional. */
+		if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
+		    rdma_ah_get_port_num(ah) != SRX_PORT ||
+		    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static void srx_qp_store_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
+			      int mask)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	lockdep_assert_held(&qp->state_mutex);
+
+	if (mask & IB_QP_PORT)
+		a->port_num = attr->port_num;
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn & 0xffffff;	/* PSNs are 24 bits */
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IB_QP_AV) {
+		a->ah_attr = attr->ah_attr;
+		/* The core holds the GID attribute and fills it in on query. */
+		a->ah_attr.grh.sgid_attr = NULL;
+	}
+}
+
+int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata)
+{
+	struct srx_qp *qp = to_srx_qp(ibqp);
+	enum ib_qp_state cur, next;
+	int ret;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->state_mutex);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : READ_ONCE(qp->state);
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+
+	if (cur > IB_QPS_ERR || next > IB_QPS_ERR ||
+	    !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = srx_qp_check_attr(qp, attr, mask);
+	if (ret)
+		goto out;
+
+	srx_qp_store_attr(qp, attr, mask);
+
+	if (mask & IB_QP_STATE) {
+		spin_lock_irq(&qp->state_lock);
+		srx_qp_publish_state(qp, next);
+		spin_unlock_irq(&qp->state_lock);
+
+		if (next == IB_QPS_RESET) {
+			srx_wq_discard(qp, &qp->sq);
+			srx_wq_discard(qp, &qp->rq);
+		} else if (next == IB_QPS_ERR) {
+			srx_qp_flush(qp);
+		}
+	}
+out:
+	mutex_unlock(&qp->state_mutex);
+	return ret;
+}
+
+int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init)
+{
+	struct srx_qp *qp = to_srx_qp(ibqp);
+
+	mutex_lock(&qp->state_mutex);
+	*attr = qp->attr;
+	attr->qp_state = READ_ONCE(qp->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->sq_draining = 0;
+	attr->cap.max_send_wr = qp->sq.entries;
+	attr->cap.max_recv_wr = qp->rq.entries;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->sq.max_inline;
+	mutex_unlock(&qp->state_mutex);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->sq_sig_type = qp->sq_sig_type;
+	init->cap = attr->cap;
+	return 0;
+}
+
+/*
+ * After a producer published new WQEs: if the QP is in the error state,
+ * they must complete as flushed. The barrier is the poster's half of the
+ * doorbell contract (srx-abi.h): producer index before the state load.
+ */
+static void srx_qp_flush_if_error(struct srx_qp *qp)
+{
+	smp_mb();
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		srx_qp_flush(qp);
+}
+
+/* The doorbell of a user QP: its WQEs are already in the ring. */
+static int srx_qp_doorbell(struct srx_qp *qp)
+{
+	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
+	srx_qp_flush_if_error(qp);
+	return 0;
+}
+
+static void srx_copy_sges(struct srx_sge *dst, const struct ib_sge *src,
+			  int num_sge)
+{
+	int i;
+
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
+}
+
+static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
+{
+	struct srx_wq *wq = &qp->sq;
+	struct srx_send_wqe *wqe;
+	u32 i, len = 0;
+
+	lockdep_assert_held(&wq->lock);
+
+	if (wr->num_sge > wq->max_sge || wr->opcode > IB_WR_SEND_WITH_INV)
+		return -EINVAL;
+	if (!srx_ring_room(wq->kprod, wq->kcons, wq->entries))
+		return -ENOMEM;
+
+	wqe = srx_wq_slot(wq, wq->kprod);
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	if (wr->opcode == IB_WR_SEND_WITH_INV ||
+	    wr->opcode == IB_WR_LOCAL_INV)
+		wqe->ex = wr->ex.invalidate_rkey;
+	else
+		wqe->ex = (__force u32)wr->ex.imm_data;
+
+	switch (qp->base_qp.qp_type) {
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+		break;
+	default:
+		if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		    wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+			wqe->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+			wqe->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+			wqe->wr.atomic.swap = atomic_wr(wr)->swap;
+			wqe->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		} else if (wr->opcode != IB_WR_SEND &&
+			   wr->opcode != IB_WR_SEND_WITH_IMM &&
+			   wr->opcode != IB_WR_SEND_WITH_INV &&
+			   wr->opcode != IB_WR_LOCAL_INV) {
+			wqe->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+			wqe->wr.rdma.rkey = rdma_wr(wr)->rkey;
+		}
+	}
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *dst = (u8 *)(wqe + 1);
+
+		for (i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > wq->max_inline)
+			return -EINVAL;
+		/* Kernel SGEs carry kernel virtual addresses (virt DMA). */
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		wqe->inline_len = len;
+	} else {
+		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
+			      wr->num_sge);
+		wqe->num_sge = wr->num_sge;
+	}
+
+	wq->kprod++;
+	return 0;
+}
+
+int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr)
+{
+	struct srx_qp *qp = to_srx_qp(ibqp);
+	unsigned long flags;
+	int ret = 0;
+
+	if (qp->is_user)
+		return srx_qp_doorbell(qp);
+
+	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
+	    READ_ONCE(qp->state) != IB_QPS_ERR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&qp->sq.lock, flags);
+	for (; wr; wr = wr->next) {
+		ret = srx_post_one_send(qp, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	smp_store_release(&qp->sq.ctrl->prod, qp->sq.kprod);
+	spin_unlock_irqrestore(&qp->sq.lock, flags);
+
+	srx_qp_flush_if_error(qp);
+	return ret;
+}
+
+int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr)
+{
+	struct srx_qp *qp = to_srx_qp(ibqp);
+	struct srx_wq *wq = &qp->rq;
+	unsigned long flags;
+	int ret = 0;
+
+	if (qp->is_user)
+		return srx_qp_doorbell(qp);
+
+	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&wq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct srx_recv_wqe *wqe;
+
+		if (wr->num_sge > wq->max_sge)
+			ret = -EINVAL;
+		else if (!srx_ring_room(wq->kprod, wq->kcons, wq->entries))
+			ret = -ENOMEM;
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+
+		wqe = srx_wq_slot(wq, wq->kprod);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->reserved = 0;
+		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
+			      wr->num_sge);
+		wq->kprod++;
+	}
+	smp_store_release(&wq->ctrl->prod, wq->kprod);
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+	srx_qp_flush_if_error(qp);
+	return ret;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#ifndef SRX_QP_H
+#define SRX_QP_H
+
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+
+#include <rdma/srx-abi.h>
+
+struct srx_device;
+struct srx_mmap_entry;
+
+/*
+ * A work queue: one ring of fixed-stride WQEs. For a user QP, userspace
+ * produces into the mapped ring and the kernel consumes; for a kernel QP
+ * both ends are in srx_post_send()/srx_post_recv() and the kernel.
+ */
+struct srx_wq {
+	/* lock protects kcons, kprod and the kernel-written ring words. */
+	spinlock_t lock;
+	u32 kcons;			/* WQEs the kernel has taken */
+	u32 kprod;			/* kernel QPs: WQEs posted */
+
+	void *mem;			/* vmalloc_user(); see srx_cq_ring */
+	size_t size;
+	struct srx_wq_ctrl *ctrl;
+	void *wqes;
+	u32 entries;			/* power of two */
+	u32 wqe_size;			/* stride, power of two */
+	u32 max_sge;
+	u32 max_inline;
+	struct srx_mmap_entry *mmap;	/* user QPs: owner of mem */
+	u64 mmap_offset;
+};
+
+struct srx_qp {
+	struct ib_qp base_qp;
+	struct srx_device *sdev;
+	bool is_user;
+
+	/*
+	 * state_mutex serializes modify, query and destroy and protects attr.
+	 * state_lock protects state, which the post paths also read (without
+	 * the lock, READ_ONCE) and an overrun may change from any context.
+	 */
+	struct mutex state_mutex;
+	spinlock_t state_lock;
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;		/* attributes as last set */
+	enum ib_sig_type sq_sig_type;
+
+	struct srx_wq sq;
+	struct srx_wq rq;
+};
+
+static inline struct srx_qp *to_srx_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct srx_qp, base_qp);
+}
+
+/* qp.c */
+int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		  struct ib_udata *udata);
+int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		  struct ib_udata *udata);
+int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_qp_init_attr *init);
+int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		  const struct ib_send_wr **bad_wr);
+int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		  const struct ib_recv_wr **bad_wr);
+
+#endif /* SRX_QP_H */

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Per-device counters, shown by `rdma statistic show link srxN/1` and in
+ * /sys/class/infiniband/srxN/ports/1/hw_counters. They are per-CPU so the
+ * completion path never bounces a shared cache line; a read sums them.
+ */
+#include <rdma/ib_verbs.h>
+
+#include "device.h"
+
+static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
+	[SRX_CNT_CQES_POSTED].name = "cqes_posted",
+	[SRX_CNT_CQE_OVERRUNS].name = "cqe_overruns",
+	[SRX_CNT_CQ_ERRORS].name = "cq_errors",
+	[SRX_CNT_CQ_EVENTS].name = "cq_arm_events",
+	[SRX_CNT_WQES_FLUSHED].name = "wqes_flushed",
+	[SRX_CNT_DOORBELLS].name = "doorbells",
+	[SRX_CNT_BAD_USER_INDEX].name = "bad_user_index",
+};
+
+struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,
+					      u32 port_num)
+{
+	return rdma_alloc_hw_stats_struct(srx_counter_descs, SRX_CNT_COUNT,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int srx_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		     u32 port_num, int index)
+{
+	struct srx_device *sdev = to_srx_dev(ibdev);
+	int cpu, c;
+
+	for (c = 0; c < SRX_CNT_COUNT; c++)
+		stats->value[c] = 0;
+	for_each_possible_cpu(cpu) {
+		const struct srx_counters *pc = per_cpu_ptr(sdev->counters, cpu);
+
+		for (c = 0; c < SRX_CNT_COUNT; c++)
+			stats->value[c] += pc->cnt[c];
+	}
+	return SRX_CNT_COUNT;
+}

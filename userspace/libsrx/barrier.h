@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The whole memory model of libsrx, in named primitives.
+ *
+ * libsrx shares rings with srx.ko; the pairing is specified at the top of
+ * include/uapi/rdma/srx-abi.h (K1..K4, U1..U5). Each primitive here says
+ * which of those steps it implements; nothing else in libsrx orders memory.
+ *
+ *  srx_load_prod()      U1: acquire; pairs with the kernel's release of prod
+ *                       (K1), so the CQEs below prod are complete.
+ *  srx_publish_cons()   U2: release; the CQE reads before it are finished
+ *                       before the kernel, reading cons with acquire (K2),
+ *                       may overwrite those slots.
+ *  srx_claim_cons()     U2 for concurrent consumers: a compare-and-swap with
+ *                       release on success.
+ *  srx_arm_fence()      U3: the arm-word store is ordered before the next
+ *                       load of prod (and of the consumer word); pairs with
+ *                       the kernel's smp_mb() between publishing prod and
+ *                       reading the arm word (K3). Also the poster's half of
+ *                       the doorbell contract: prod store before state load.
+ *  srx_publish_prod()   U4: release; the WQE is complete before the kernel
+ *                       reads prod with acquire.
+ *  srx_load_wq_cons()   U5: acquire; pairs with the kernel's release of a
+ *                       work queue's cons (K4) before a slot is reused.
+ *
+ * Plain words userspace only reads for information (status, dropped,
+ * fired, state) use srx_load_relaxed().
+ */
+#ifndef SRX_BARRIER_H
+#define SRX_BARRIER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+static inline uint32_t srx_load_prod(const uint32_t *prod)
+{
+	return __atomic_load_n(prod, __ATOMIC_ACQUIRE);
+}
+
+static inline void srx_publish_cons(uint64_t *cons, uint64_t value)
+{
+	__atomic_store_n(cons, value, __ATOMIC_RELEASE);
+}
+
+/* On failure *expected holds the word now there. */
+static inline bool srx_claim_cons(uint64_t *cons, uint64_t *expected,
+				  uint64_t desired)
+{
+	return __atomic_compare_exchange_n(cons, expected, desired, false,
+					   __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t srx_load_cons(const uint64_t *cons)
+{
+	return __atomic_load_n(cons, __ATOMIC_ACQUIRE);
+}
+
+static inline void srx_arm_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void srx_publish_prod(uint32_t *prod, uint32_t value)
+{
+	__atomic_store_n(prod, value, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t srx_load_wq_cons(const uint32_t *cons)
+{
+	return __atomic_load_n(cons, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t srx_load_relaxed(const uint32_t *word)
+{
+	return __atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+static inline void srx_store_relaxed(uint32_t *word, uint32_t value)
+{
+	__atomic_store_n(word, value, __ATOMIC_RELAXED);
+}
+
+#endif /* SRX_BARRIER_H */

@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Completion queues: creation and destruction (uverbs ioctls), the poll and
+ * arm fast path (shared memory only, no system call, no lock), the cq_ex
+ * polling interface, and resize.
+ *
+ * The ring protocol is in cq_ring.h, its memory ordering in barrier.h and
+ * include/uapi/rdma/srx-abi.h.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cqe_wc.h"
+#include "srx.h"
+
+/* What srx can fill in of a cq_ex completion (ibv_create_cq_ex(3)). */
+#define SRX_WC_EX_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			 IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define SRX_CQ_CREATE_FLAGS (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | \
+			     IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+
+static inline struct srx_cq *to_scq_ex(struct ibv_cq_ex *ex)
+{
+	return VERBS_PRIV_CONTAINER(ex, struct srx_cq, vcq.cq_ex);
+}
+
+static inline void srx_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                              */
+/* ------------------------------------------------------------------ */
+
+static int srx_cq_map_ring(struct ibv_context *ctx,
+			   const struct srx_cq_layout *layout,
+			   struct srx_cq_ring **out)
+{
+	struct srx_cq_ring *ring;
+	void *base;
+
+	if (!srx_cq_layout_ok(layout))
+		return EPROTO;
+
+	ring = calloc(1, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+
+	base = mmap(NULL, layout->mmap_length, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, ctx->cmd_fd, layout->mmap_offset);
+	if (base == MAP_FAILED) {
+		int err = errno;
+
+		free(ring);
+		return err;
+	}
+	ring->base = base;
+	ring->len = layout->mmap_length;
+	srx_cq_view_init(&ring->view, base, layout);
+	*out = ring;
+	return 0;
+}
+
+static void srx_cq_unmap_ring(struct srx_cq_ring *ring)
+{
+	munmap(ring->base, ring->len);
+	free(ring);
+}
+
+/*
+ * Take @old out of service after a resize switched to a new ring. With a
+ * single thread nobody else can be looking at it. Otherwise another poller
+ * may still hold the pointer: swap the mapping for zeroed anonymous memory
+ * (which releases the kernel's pages and reads as an empty, unsealed ring)
+ * and keep the address range until the CQ is destroyed.
+ */
+static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
+{
+	if (cq->single_threaded) {
+		srx_cq_unmap_ring(old);
+		return;
+	}
+	/* If this fails the sealed ring stays mapped: still correct. */
+	(void)mmap(old->base, old->len, PROT_READ | PROT_WRITE,
+		   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	old->retired_next = cq->retired;
+	cq->retired = old;
+}
+
+/*
+ * @ring was sealed under a poller or an arming thread. If a resize of this
+ * process is under way, wait (briefly: the resizing thread publishes the new
+ * ring right after its system call returns) until the seal is gone or the
+ * ring was replaced, and return true to retry. A seal with no resize in
+ * progress was written by the process itself: return false.
+ */
+static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
+{
+	unsigned int spins = 0;
+
+	while (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring &&
+	       srx_cq_sealed(&ring->view)) {
+		if (!atomic_load_explicit(&cq->resizing, memory_order_acquire))
+			return false;
+		if (++spins < 64)
+			srx_cpu_relax();
+		else
+			sched_yield();
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* ibv_poll_cq() and ibv_req_notify_cq()                              */
+/* ------------------------------------------------------------------ */
+
+/* SINGLE_THREADED: read in place, one release store, no read-modify-write. */
+static int srx_poll_cq_st(struct srx_cq *cq, int ne, struct ibv_wc *wc)
+{
+	struct srx_cq_ring *ring =
+		atomic_load_explicit(&cq->ring, memory_order_relaxed);
+	uint32_t n = srx_cq_ready(&ring->view, cq->cons);
+
+	if (n > (uint32_t)ne)
+		n = ne;
+	srx_cqes_to_wc(ring->view.cqes, ring->view.entries - 1, cq->cons, n, wc);
+	if (n) {
+		cq->cons += n;
+		srx_cq_release(&ring->view, cq->cons);
+	}
+	return n;
+}
+
+/*
+ * Any number of threads: convert the ready CQEs straight into the caller's
+ * array, then claim them with one compare-and-swap; if another thread
+ * claimed first, convert again from where it left off.
+ */
+static int srx_poll_cq_mt(struct srx_cq *cq, int ne, struct ibv_wc *wc)
+{
+	for (;;) {
+		struct srx_cq_ring *ring =
+			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		uint64_t word = srx_load_cons(ring->view.cons);
+		int n;
+
+		for (;;) {
+			n = srx_cq_claim_begin(&ring->view, word, ne);
+			if (n > 0)
+				srx_cqes_to_wc(ring->view.cqes,
+					       ring->view.entries - 1,
+					       SRX_CONS_INDEX(word), n, wc);
+			if (n <= 0 ||
+			    srx_cq_claim_commit(&ring->view, &word, n))
+				break;
+		}
+		if (n != SRX_CQ_SEALED)
+			return n;
+		if (!srx_cq_wait_resize(cq, ring))
+			return 0;
+	}
+}
+
+int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct srx_cq *cq = to_scq(ibcq);
+
+	if (ne <= 0)
+		return 0;
+	if (cq->single_threaded)
+		return srx_poll_cq_st(cq, ne, wc);
+	return srx_poll_cq_mt(cq, ne, wc);
+}
+
+int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct srx_cq *cq = to_scq(ibcq);
+
+	for (;;) {
+		struct srx_cq_ring *ring =
+			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		uint32_t fired = srx_load_relaxed(ring->view.fired), prev, seq;
+
+		if (cq->single_threaded) {
+			prev = atomic_load_explicit(&cq->arm_seq,
+						    memory_order_relaxed);
+			seq = srx_arm_next(prev, fired);
+			atomic_store_explicit(&cq->arm_seq, seq,
+					      memory_order_relaxed);
+		} else {
+			prev = atomic_fetch_add_explicit(&cq->arm_seq, 1,
+							 memory_order_relaxed);
+			seq = srx_arm_next(prev, fired);
+		}
+		srx_cq_arm(&ring->view, seq, solicited_only);
+
+		/*
+		 * A resize may have sealed this ring before the kernel read
+		 * the arm word, or replaced it altogether: then arm the ring
+		 * that is current now. The fence in srx_cq_arm() orders these
+		 * loads after the arm store.
+		 */
+		if (srx_cq_sealed(&ring->view)) {
+			if (!srx_cq_wait_resize(cq, ring))
+				return 0;
+			continue;
+		}
+		if (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring)
+			return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* cq_ex: start_poll / next_poll / end_poll / read_*                  */
+/* ------------------------------------------------------------------ */
+
+static inline void srx_ex_set_current(struct srx_cq *cq,
+				      const struct srx_cqe *cqe)
+{
+	cq->cur = cqe;
+	cq->vcq.cq_ex.wr_id = cqe->wr_id;
+	cq->vcq.cq_ex.status = cqe->status;
+}
+
+/*
+ * Single-threaded: the current CQE is read in place; the consumer index
+ * advances privately and is published once, in end_poll.
+ */
+static int srx_start_poll_st(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+	struct srx_cq_ring *ring =
+		atomic_load_explicit(&cq->ring, memory_order_relaxed);
+
+	if (attr->comp_mask)
+		return EINVAL;
+	if (!srx_cq_ready(&ring->view, cq->cons))
+		return ENOENT;	/* the caller must not call end_poll */
+	cq->ex_cons = cq->cons;
+	srx_ex_set_current(cq, srx_cq_slot(&ring->view, cq->ex_cons));
+	return 0;
+}
+
+static int srx_next_poll_st(struct ibv_cq_ex *ex)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+	struct srx_cq_ring *ring =
+		atomic_load_explicit(&cq->ring, memory_order_relaxed);
+
+	if (!cq->cur)
+		return ENOENT;
+	cq->ex_cons++;		/* the current CQE is consumed */
+	if (!srx_cq_ready(&ring->view, cq->ex_cons)) {
+		cq->cur = NULL;	/* end_poll is still due */
+		return ENOENT;
+	}
+	srx_ex_set_current(cq, srx_cq_slot(&ring->view, cq->ex_cons));
+	return 0;
+}
+
+static void srx_end_poll_st(struct ibv_cq_ex *ex)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+	struct srx_cq_ring *ring =
+		atomic_load_explicit(&cq->ring, memory_order_relaxed);
+
+	if (cq->cur)
+		cq->ex_cons++;
+	cq->cur = NULL;
+	if (cq->ex_cons != cq->cons) {
+		cq->cons = cq->ex_cons;
+		srx_cq_release(&ring->view, cq->cons);
+	}
+}
+
+/* Take one CQE into cur_copy: 1, 0 (none ready) */
+static int srx_ex_take_one(struct srx_cq *cq)
+{
+	for (;;) {
+		struct srx_cq_ring *ring =
+			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		int n = srx_cq_take(&ring->view, &cq->cur_copy, 1);
+
+		if (n != SRX_CQ_SEALED)
+			return n;
+		if (!srx_cq_wait_resize(cq, ring))
+			return 0;
+	}
+}
+
+static void srx_ex_release_owner(struct srx_cq *cq)
+{
+	atomic_store_explicit(&cq->poll_owner, 0, memory_order_release);
+}
+
+/*
+ * Multi-threaded: one start_poll..end_poll sequence owns the cq_ex fields
+ * at a time (see struct srx_cq); each CQE is claimed with srx_cq_take(), so
+ * ibv_poll_cq() callers proceed concurrently and lock-free.
+ */
+static int srx_start_poll_mt(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+	unsigned int spins = 0;
+
+	if (attr->comp_mask)
+		return EINVAL;
+
+	while (atomic_exchange_explicit(&cq->poll_owner, 1,
+					memory_order_acquire)) {
+		if (++spins < 64)
+			srx_cpu_relax();
+		else
+			sched_yield();
+	}
+
+	if (!srx_ex_take_one(cq)) {
+		srx_ex_release_owner(cq);	/* no end_poll will follow */
+		return ENOENT;
+	}
+	srx_ex_set_current(cq, &cq->cur_copy);
+	return 0;
+}
+
+static int srx_next_poll_mt(struct ibv_cq_ex *ex)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+
+	if (!srx_ex_take_one(cq)) {
+		cq->cur = NULL;
+		return ENOENT;
+	}
+	srx_ex_set_current(cq, &cq->cur_copy);
+	return 0;
+}
+
+static void srx_end_poll_mt(struct ibv_cq_ex *ex)
+{
+	struct srx_cq *cq = to_scq_ex(ex);
+
+	cq->cur = NULL;
+	srx_ex_release_owner(cq);
+}
+
+static enum ibv_wc_opcode srx_read_opcode(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->opcode;
+}
+
+static uint32_t srx_read_vendor_err(struct ibv_cq_ex *ex)
+{
+	return 0;
+}
+
+static uint32_t srx_read_byte_len(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->byte_len;
+}
+
+static __be32 srx_read_imm_data(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->ex;
+}
+
+static uint32_t srx_read_qp_num(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->qp_num;
+}
+
+static uint32_t srx_read_src_qp(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->src_qp;
+}
+
+static unsigned int srx_read_wc_flags(struct ibv_cq_ex *ex)
+{
+	return srx_cqe_wc_flags(to_scq_ex(ex)->cur);
+}
+
+static uint32_t srx_read_slid(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->slid;
+}
+
+static uint8_t srx_read_sl(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->sl;
+}
+
+static uint8_t srx_read_dlid_path_bits(struct ibv_cq_ex *ex)
+{
+	return to_scq_ex(ex)->cur->dlid_path_bits;
+}
+
+static void srx_cq_ex_init(struct srx_cq *cq)
+{
+	struct ibv_cq_ex *ex = &cq->vcq.cq_ex;
+
+	if (cq->single_threaded) {
+		ex->start_poll = srx_start_poll_st;
+		ex->next_poll = srx_next_poll_st;
+		ex->end_poll = srx_end_poll_st;
+	} else {
+		ex->start_poll = srx_start_poll_mt;
+		ex->next_poll = srx_next_poll_mt;
+		ex->end_poll = srx_end_poll_mt;
+	}
+	ex->read_opcode = srx_read_opcode;
+	ex->read_vendor_err = srx_read_vendor_err;
+	ex->read_wc_flags = srx_read_wc_flags;
+	ex->read_byte_len = srx_read_byte_len;
+	ex->read_imm_data = srx_read_imm_data;
+	ex->read_qp_num = srx_read_qp_num;
+	ex->read_src_qp = srx_read_src_qp;
+	ex->read_slid = srx_read_slid;
+	ex->read_sl = srx_read_sl;
+	ex->read_dlid_path_bits = srx_read_dlid_path_bits;
+}
+
+/* ------------------------------------------------------------------ */
+/* Create, destroy, resize                                            */
+/* ------------------------------------------------------------------ */
+
+static struct srx_cq *srx_cq_alloc(void)
+{
+	struct srx_cq *cq = calloc(1, sizeof(*cq));
+
+	if (!cq)
+		return NULL;
+	if (pthread_mutex_init(&cq->resize_mutex, NULL)) {
+		free(cq);
+		return NULL;
+	}
+	return cq;
+}
+
+static void srx_cq_free(struct srx_cq *cq)
+{
+	pthread_mutex_destroy(&cq->resize_mutex);
+	free(cq);
+}
+
+/* Map the ring the kernel just created; on failure destroy the CQ again. */
+static int srx_cq_attach_ring(struct srx_cq *cq, struct ibv_context *ctx,
+			      const struct srx_cq_layout *layout)
+{
+	struct srx_cq_ring *ring;
+	int ret;
+
+	ret = srx_cq_map_ring(ctx, layout, &ring);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		return ret;
+	}
+	atomic_init(&cq->ring, ring);
+	cq->cons = SRX_CONS_INDEX(srx_load_cons(ring->view.cons));
+	return 0;
+}
+
+struct ibv_cq *srx_create_cq(struct ibv_context *ctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct usrx_create_cq_resp resp = {};
+	struct usrx_create_cq cmd = {};
+	struct srx_cq *cq;
+	int ret;
+
+	cq = srx_cq_alloc();
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
+				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = srx_cq_attach_ring(cq, ctx, &resp.drv.ring);
+	if (ret)
+		goto err_free;
+	return &cq->vcq.cq;
+
+err_free:
+	srx_cq_free(cq);
+	errno = ret;
+	return NULL;
+}
+
+struct ibv_cq_ex *srx_create_cq_ex(struct ibv_context *ctx,
+				   struct ibv_cq_init_attr_ex *attr)
+{
+	struct usrx_create_cq_ex_resp resp = {};
+	struct usrx_create_cq_ex cmd = {};
+	struct srx_cq *cq;
+	uint32_t flags = 0;
+	int ret;
+
+	if (attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+		errno = EOPNOTSUPP;	/* parent domains: not supported */
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS)
+		flags = attr->flags;
+	if ((flags & ~SRX_CQ_CREATE_FLAGS) ||
+	    (attr->wc_flags & ~(uint64_t)SRX_WC_EX_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = srx_cq_alloc();
+	if (!cq)
+		return NULL;
+	cq->single_threaded = flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+
+	ret = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
+	if (ret)
+		goto err_free;
+
+	ret = srx_cq_attach_ring(cq, ctx, &resp.drv.ring);
+	if (ret)
+		goto err_free;
+	srx_cq_ex_init(cq);
+	return &cq->vcq.cq_ex;
+
+err_free:
+	srx_cq_free(cq);
+	errno = ret;
+	return NULL;
+}
+
+/*
+ * On failure (EBUSY while a QP uses the CQ) nothing is touched: the CQ stays
+ * mapped and fully usable.
+ */
+int srx_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct srx_cq *cq = to_scq(ibcq);
+	struct srx_cq_ring *ring, *next;
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+
+	srx_cq_unmap_ring(atomic_load_explicit(&cq->ring, memory_order_relaxed));
+	for (ring = cq->retired; ring; ring = next) {
+		next = ring->retired_next;
+		srx_cq_unmap_ring(ring);
+	}
+	srx_cq_free(cq);
+	return 0;
+}
+
+static int srx_resize_step(struct ibv_cq *ibcq, int cqe, enum srx_resize_op op,
+			   struct srx_cq_layout *layout)
+{
+	struct usrx_resize_cq_resp resp = {};
+	struct usrx_resize_cq cmd = {};
+	int ret;
+
+	cmd.drv.op = op;
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (!ret && layout)
+		*layout = resp.drv.ring;
+	return ret;
+}
+
+/*
+ * Two steps (srx-abi.h): the kernel prepares a ring, we map it, and only
+ * then does the kernel move the pending CQEs over and switch. If the new
+ * ring cannot be mapped the CQ keeps working on the old one. Pollers on
+ * other threads meet the sealed old ring during the switch and wait for the
+ * new one (srx_cq_wait_resize()); nothing is lost or reordered because the
+ * kernel copies the CQEs in index order and indices carry over.
+ */
+int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct srx_cq *cq = to_scq(ibcq);
+	struct srx_cq_ring *old, *new;
+	struct srx_cq_layout layout;
+	int ret;
+
+	pthread_mutex_lock(&cq->resize_mutex);
+	atomic_store_explicit(&cq->resizing, true, memory_order_release);
+
+	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_PREPARE, &layout);
+	if (ret)
+		goto out;
+
+	ret = srx_cq_map_ring(ibcq->context, &layout, &new);
+	if (ret) {
+		srx_resize_step(ibcq, cqe, SRX_RESIZE_ABORT, NULL);
+		goto out;
+	}
+
+	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_COMMIT, NULL);
+	if (ret) {
+		srx_cq_unmap_ring(new);
+		goto out;
+	}
+
+	old = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+	atomic_store_explicit(&cq->ring, new, memory_order_release);
+	srx_cq_retire_ring(cq, old);
+out:
+	atomic_store_explicit(&cq->resizing, false, memory_order_release);
+	pthread_mutex_unlock(&cq->resize_mutex);
+	return ret;
+}

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The consumer side of a CQ ring, without libibverbs: what libsrx's poll
+ * and arm paths do to the shared memory, as inline functions over a view of
+ * one mapped ring. selftests/host/ runs these against a producer thread that
+ * plays the kernel (kernel/ring.h), under ASan and UBSan.
+ *
+ * Two ways to consume:
+ *  - concurrent (the default): copy the CQEs at the consumer index, then
+ *    compare-and-swap the 64-bit consumer word forward. The kernel never
+ *    overwrites a slot at or above the consumer index, so a copy is intact
+ *    exactly when the swap succeeds; a failed swap means another thread
+ *    took them, and the copy is dropped. No lock, and each CQE is taken by
+ *    exactly one thread.
+ *  - single-threaded: a private consumer index, CQEs read in place, one
+ *    release store per batch; no atomic read-modify-write at all.
+ * Indices are free-running u32 (srx-abi.h); a consumer word whose high half
+ * is set is sealed by a resize in the kernel, and nothing may be taken from
+ * that ring any more.
+ */
+#ifndef SRX_CQ_RING_H
+#define SRX_CQ_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rdma/srx-abi.h>
+
+#include "barrier.h"
+
+/* One mapped CQ ring; every pointer comes from struct srx_cq_layout. */
+struct srx_cq_view {
+	uint32_t *prod;
+	uint32_t *fired;
+	uint32_t *status;
+	uint32_t *dropped;
+	uint64_t *cons;
+	uint32_t *arm;
+	struct srx_cqe *cqes;
+	uint32_t entries;		/* power of two */
+};
+
+/* srx_cq_take() result when the ring was sealed by a concurrent resize. */
+#define SRX_CQ_SEALED (-1)
+
+#define SRX_CONS_INDEX(word) ((uint32_t)(word))
+#define SRX_CONS_SEAL(word) ((uint32_t)((word) >> 32))
+
+/* Initialise @v from a ring mapped at @base and the kernel's @layout. */
+static inline void srx_cq_view_init(struct srx_cq_view *v, void *base,
+				    const struct srx_cq_layout *layout)
+{
+	char *b = base;
+
+	v->prod = (uint32_t *)(b + layout->prod_offset);
+	v->fired = (uint32_t *)(b + layout->fired_offset);
+	v->status = (uint32_t *)(b + layout->status_offset);
+	v->dropped = (uint32_t *)(b + layout->dropped_offset);
+	v->cons = (uint64_t *)(b + layout->cons_offset);
+	v->arm = (uint32_t *)(b + layout->arm_offset);
+	v->cqes = (struct srx_cqe *)(b + layout->cqe_offset);
+	v->entries = layout->entries;
+}
+
+/*
+ * A layout a mapping of @len bytes can hold, with every field inside it and
+ * aligned: the kernel is trusted, but not blindly.
+ */
+static inline bool srx_cq_layout_ok(const struct srx_cq_layout *l)
+{
+	uint64_t cqes_end = (uint64_t)l->cqe_offset +
+			    (uint64_t)l->entries * l->cqe_size;
+
+	return l->entries && !(l->entries & (l->entries - 1)) &&
+	       l->cqe_size == sizeof(struct srx_cqe) &&
+	       l->prod_offset % 4 == 0 && l->prod_offset + 4 <= l->mmap_length &&
+	       l->fired_offset % 4 == 0 && l->fired_offset + 4 <= l->mmap_length &&
+	       l->status_offset % 4 == 0 && l->status_offset + 4 <= l->mmap_length &&
+	       l->dropped_offset % 4 == 0 && l->dropped_offset + 4 <= l->mmap_length &&
+	       l->cons_offset % 8 == 0 && l->cons_offset + 8 <= l->mmap_length &&
+	       l->arm_offset % 4 == 0 && l->arm_offset + 4 <= l->mmap_length &&
+	       l->cqe_offset % 8 == 0 && cqes_end <= l->mmap_length;
+}
+
+static inline struct srx_cqe *srx_cq_slot(const struct srx_cq_view *v,
+					  uint32_t idx)
+{
+	return &v->cqes[idx & (v->entries - 1)];
+}
+
+/*
+ * CQEs ready at consumer index @cons. A fill level larger than the ring can
+ * only come from a scribbled index: nothing is ready then.
+ */
+static inline uint32_t srx_cq_ready(const struct srx_cq_view *v, uint32_t cons)
+{
+	uint32_t fill = srx_load_prod(v->prod) - cons;
+
+	return fill > v->entries ? 0 : fill;
+}
+
+/*
+ * Concurrent consumers, in two halves so the caller can read the CQEs in
+ * place between them:
+ *
+ *	uint64_t word = srx_load_cons(v->cons);
+ *	for (;;) {
+ *		n = srx_cq_claim_begin(v, word, max);	// n CQEs from index word
+ *		... read srx_cq_slot(v, SRX_CONS_INDEX(word) + i), i < n ...
+ *		if (n <= 0 || srx_cq_claim_commit(v, &word, n))
+ *			break;				// else word was reloaded
+ *	}
+ *
+ * begin returns how many CQEs are ready (at most @max), 0, or SRX_CQ_SEALED.
+ * What was read is valid only if commit returns true.
+ */
+static inline int srx_cq_claim_begin(const struct srx_cq_view *v,
+				     uint64_t word, uint32_t max)
+{
+	uint32_t n;
+
+	if (SRX_CONS_SEAL(word))
+		return SRX_CQ_SEALED;
+	n = srx_cq_ready(v, SRX_CONS_INDEX(word));
+	return (int)(n < max ? n : max);
+}
+
+static inline bool srx_cq_claim_commit(const struct srx_cq_view *v,
+				       uint64_t *word, uint32_t n)
+{
+	uint64_t next = (*word & ~(uint64_t)UINT32_MAX) |
+			(uint32_t)(SRX_CONS_INDEX(*word) + n);
+
+	return srx_claim_cons(v->cons, word, next);
+}
+
+/*
+ * Concurrent consumers: take up to @max CQEs into @out. Returns how many,
+ * 0 when none are ready, or SRX_CQ_SEALED.
+ */
+static inline int srx_cq_take(const struct srx_cq_view *v,
+			      struct srx_cqe *out, uint32_t max)
+{
+	uint64_t word = srx_load_cons(v->cons);
+
+	for (;;) {
+		int n = srx_cq_claim_begin(v, word, max), i;
+
+		for (i = 0; i < n; i++)
+			memcpy(&out[i], srx_cq_slot(v, SRX_CONS_INDEX(word) + i),
+			       sizeof(out[i]));
+		if (n <= 0 || srx_cq_claim_commit(v, &word, n))
+			return n;
+	}
+}
+
+/* Single-threaded consumer: hand the kernel everything below @cons. */
+static inline void srx_cq_release(const struct srx_cq_view *v, uint32_t cons)
+{
+	srx_publish_cons(v->cons, cons);
+}
+
+static inline bool srx_cq_sealed(const struct srx_cq_view *v)
+{
+	return SRX_CONS_SEAL(srx_load_cons(v->cons)) != 0;
+}
+
+/* The next arm sequence after @prev: 31 bits, never the one last fired. */
+static inline uint32_t srx_arm_next(uint32_t prev, uint32_t fired)
+{
+	uint32_t mask = UINT32_MAX >> SRX_CQ_ARM_SEQ_SHIFT;
+	uint32_t seq = (prev + 1) & mask;
+
+	if (seq == (fired & mask))
+		seq = (seq + 1) & mask;
+	return seq;
+}
+
+/*
+ * Arm for the next completion (or the next solicited/unsuccessful one). The
+ * fence is U3 of srx-abi.h: a poll after this call either finds a CQE that
+ * raced with arming, or the kernel saw the arm and raises the event.
+ */
+static inline void srx_cq_arm(const struct srx_cq_view *v, uint32_t seq,
+			      bool solicited_only)
+{
+	uint32_t word = seq << SRX_CQ_ARM_SEQ_SHIFT;
+
+	if (solicited_only)
+		word |= SRX_CQ_ARM_SOLICITED;
+	srx_store_relaxed(v->arm, word);
+	srx_arm_fence();
+}
+
+#endif /* SRX_CQ_RING_H */

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * From a ring CQE to what libibverbs hands the application. Shared by
+ * libsrx's poll paths and bench/ring_bench.c, which measures it.
+ */
+#ifndef SRX_CQE_WC_H
+#define SRX_CQE_WC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/srx-abi.h>
+
+static inline unsigned int srx_cqe_wc_flags(const struct srx_cqe *cqe)
+{
+	return cqe->flags & SRX_CQE_WC_FLAGS;	/* the same bits (srx-abi.h) */
+}
+
+/*
+ * The hot conversion. struct srx_cqe keeps byte_len+ex and qp_num+src_qp
+ * adjacent as struct ibv_wc does, and its last eight bytes hold every small
+ * field, so a completion is four 8-byte loads and seven stores: the shifts
+ * below place status/opcode, wc_flags and slid/sl/dlid_path_bits where
+ * ibv_wc has them (little-endian; x86-64 and arm64 are).
+ */
+static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
+{
+	uint64_t tail, status_opcode, lids;
+
+	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+		       "srx_cqe_to_wc packs fields for little-endian CPUs");
+	_Static_assert(offsetof(struct srx_cqe, status) == 24 &&
+		       offsetof(struct srx_cqe, opcode) == 25 &&
+		       offsetof(struct srx_cqe, flags) == 26 &&
+		       offsetof(struct srx_cqe, sl) == 27 &&
+		       offsetof(struct srx_cqe, slid) == 28 &&
+		       offsetof(struct srx_cqe, dlid_path_bits) == 30,
+		       "srx_cqe tail layout");
+	_Static_assert(offsetof(struct ibv_wc, opcode) ==
+		       offsetof(struct ibv_wc, status) + 4 &&
+		       offsetof(struct ibv_wc, imm_data) ==
+		       offsetof(struct ibv_wc, byte_len) + 4 &&
+		       offsetof(struct ibv_wc, src_qp) ==
+		       offsetof(struct ibv_wc, qp_num) + 4 &&
+		       offsetof(struct ibv_wc, pkey_index) == 40 &&
+		       offsetof(struct ibv_wc, slid) == 42 &&
+		       offsetof(struct ibv_wc, sl) == 44 &&
+		       offsetof(struct ibv_wc, dlid_path_bits) == 45 &&
+		       sizeof(struct ibv_wc) == 48, "ibv_wc layout");
+	_Static_assert(IBV_WC_GRH == SRX_CQE_GRH &&
+		       IBV_WC_WITH_IMM == SRX_CQE_WITH_IMM &&
+		       IBV_WC_IP_CSUM_OK == SRX_CQE_IP_CSUM_OK &&
+		       IBV_WC_WITH_INV == SRX_CQE_WITH_INV, "wc_flags bits");
+
+	memcpy(&tail, &cqe->status, 8);
+	status_opcode = (tail & 0xff) | ((tail >> 8 & 0xff) << 32);
+	lids = (tail >> 32 & 0xffff) << 16 |	/* slid */
+	       (tail >> 24 & 0xff) << 32 |	/* sl */
+	       (tail >> 48 & 0xff) << 40;	/* dlid_path_bits; pkey 0 */
+
+	wc->wr_id = cqe->wr_id;
+	memcpy(&wc->status, &status_opcode, 8);		/* status, opcode */
+	wc->vendor_err = 0;
+	memcpy(&wc->byte_len, &cqe->byte_len, 8);	/* byte_len, imm_data */
+	memcpy(&wc->qp_num, &cqe->qp_num, 8);		/* qp_num, src_qp */
+	wc->wc_flags = (tail >> 16) & SRX_CQE_WC_FLAGS;
+	memcpy(&wc->pkey_index, &lids, 8);	/* pkey, slid, sl, dlid, pad */
+}
+
+/*
+ * @n completions from consecutive ring slots starting at @idx. The ring's
+ * geometry is copied into locals first: stores to @wc could otherwise alias
+ * it and make the compiler reload it for every completion.
+ */
+static inline void srx_cqes_to_wc(const struct srx_cqe *cqes, uint32_t mask,
+				  uint32_t idx, uint32_t n, struct ibv_wc *wc)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		srx_cqe_to_wc(&cqes[(idx + i) & mask], &wc[i]);
+}
+
+#endif /* SRX_CQE_WC_H */

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Queue pairs: create/modify/query/destroy through the kernel, and posting
+ * work requests straight into the mapped send and receive rings.
+ *
+ * Posting is not on the lock-free list: each queue has a spinlock for its
+ * posters, as in every rdma-core provider. A post makes no system call,
+ * except the doorbell when the kernel has put the QP in the error state:
+ * then the kernel must see the new WQEs to complete them as flushed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "srx.h"
+
+static bool srx_wq_layout_ok(const struct srx_wq_layout *l, size_t hdr)
+{
+	uint64_t end = (uint64_t)l->wqe_offset +
+		       (uint64_t)l->entries * l->wqe_size;
+
+	return l->entries && !(l->entries & (l->entries - 1)) &&
+	       l->wqe_size >= hdr && l->prod_offset % 4 == 0 &&
+	       l->prod_offset + 4 <= l->mmap_length &&
+	       l->cons_offset % 4 == 0 && l->cons_offset + 4 <= l->mmap_length &&
+	       l->state_offset % 4 == 0 && l->state_offset + 4 <= l->mmap_length &&
+	       l->wqe_offset % 8 == 0 && end <= l->mmap_length &&
+	       hdr + (uint64_t)l->max_sge * sizeof(struct srx_sge) <= l->wqe_size &&
+	       hdr + (uint64_t)l->max_inline <= l->wqe_size;
+}
+
+static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
+		      const struct srx_wq_layout *l, size_t hdr)
+{
+	char *base;
+
+	if (!srx_wq_layout_ok(l, hdr))
+		return EPROTO;
+	base = mmap(NULL, l->mmap_length, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    ctx->cmd_fd, l->mmap_offset);
+	if (base == MAP_FAILED)
+		return errno;
+
+	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	wq->base = base;
+	wq->len = l->mmap_length;
+	wq->prod = (uint32_t *)(base + l->prod_offset);
+	wq->cons = (uint32_t *)(base + l->cons_offset);
+	wq->state = (uint32_t *)(base + l->state_offset);
+	wq->wqes = base + l->wqe_offset;
+	wq->entries = l->entries;
+	wq->wqe_size = l->wqe_size;
+	wq->max_sge = l->max_sge;
+	wq->max_inline = l->max_inline;
+	wq->head = srx_load_relaxed(wq->prod);
+	return 0;
+}
+
+static void srx_wq_unmap(struct srx_wq *wq)
+{
+	if (!wq->base)
+		return;
+	munmap(wq->base, wq->len);
+	pthread_spin_destroy(&wq->lock);
+	wq->base = NULL;
+}
+
+static void *srx_wq_slot(struct srx_wq *wq, uint32_t idx)
+{
+	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
+}
+
+static bool srx_wq_full(struct srx_wq *wq)
+{
+	return wq->head - srx_load_wq_cons(wq->cons) >= wq->entries;
+}
+
+struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct usrx_create_qp_resp resp = {};
+	struct ibv_create_qp cmd = {};
+	struct srx_qp *qp;
+	int ret;
+
+	if (attr->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	ret = srx_wq_map(&qp->sq, pd->context, &resp.drv.sq,
+			 sizeof(struct srx_send_wqe));
+	if (ret)
+		goto err_destroy;
+	ret = srx_wq_map(&qp->rq, pd->context, &resp.drv.rq,
+			 sizeof(struct srx_recv_wqe));
+	if (ret)
+		goto err_unmap_sq;
+
+	/* What the kernel granted, as ibv_create_qp(3) promises. */
+	attr->cap.max_send_wr = qp->sq.entries;
+	attr->cap.max_recv_wr = qp->rq.entries;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->sq.max_inline;
+	return &qp->vqp.qp;
+
+err_unmap_sq:
+	srx_wq_unmap(&qp->sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+int srx_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+int srx_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct ibv_modify_qp cmd = {};
+
+	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int srx_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct srx_qp *qp = to_sqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+	srx_wq_unmap(&qp->rq);
+	srx_wq_unmap(&qp->sq);
+	free(qp);
+	return 0;
+}
+
+/*
+ * Publish what was posted and, if the kernel has the QP in the error state,
+ * ring the doorbell so it completes the new WQEs as flushed. The fence is
+ * the poster's half of the doorbell contract (srx-abi.h).
+ */
+static void srx_wq_publish(struct srx_qp *qp, struct srx_wq *wq,
+			   bool *doorbell)
+{
+	srx_publish_prod(wq->prod, wq->head);
+	srx_arm_fence();
+	*doorbell = srx_load_relaxed(wq->state) == SRX_QP_STATE_ERR;
+}
+
+static void srx_ring_doorbell(struct srx_qp *qp)
+{
+	struct ibv_send_wr *bad;
+
+	ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
+}
+
+static void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src,
+			  int num_sge)
+{
+	int i;
+
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
+}
+
+static bool srx_send_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
+{
+	struct srx_wq *wq = &qp->sq;
+	struct srx_send_wqe *wqe;
+	uint64_t len = 0;
+	int i;
+
+	if (!srx_send_opcode_ok(qp->vqp.qp.qp_type, wr->opcode) ||
+	    wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
+		return EINVAL;
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
+		return EINVAL;	/* needs an address handle: not yet supported */
+	if (srx_wq_full(wq))
+		return ENOMEM;
+
+	wqe = srx_wq_slot(wq, wq->head);
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+		wqe->ex = wr->invalidate_rkey;
+	else
+		wqe->ex = wr->imm_data;
+
+	switch (wr->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->wr.atomic.remote_addr = wr->wr.atomic.remote_addr;
+		wqe->wr.atomic.compare_add = wr->wr.atomic.compare_add;
+		wqe->wr.atomic.swap = wr->wr.atomic.swap;
+		wqe->wr.atomic.rkey = wr->wr.atomic.rkey;
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		wqe->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		wqe->wr.rdma.rkey = wr->wr.rdma.rkey;
+		break;
+	default:
+		break;
+	}
+
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		char *dst = (char *)(wqe + 1);
+
+		for (i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > wq->max_inline)
+			return EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		wqe->inline_len = len;
+	} else {
+		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
+			      wr->num_sge);
+		wqe->num_sge = wr->num_sge;
+	}
+	wq->head++;
+	return 0;
+}
+
+int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr)
+{
+	struct srx_qp *qp = to_sqp(ibqp);
+	struct srx_wq *wq = &qp->sq;
+	uint32_t state = srx_load_relaxed(wq->state);
+	bool doorbell = false;
+	int ret = 0;
+
+	/* Sends need RTS (or a state that flushes or drains them). */
+	if (state < SRX_QP_STATE_RTS) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+
+	pthread_spin_lock(&wq->lock);
+	for (; wr; wr = wr->next) {
+		ret = srx_write_send_wqe(qp, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	srx_wq_publish(qp, wq, &doorbell);
+	pthread_spin_unlock(&wq->lock);
+
+	if (doorbell)
+		srx_ring_doorbell(qp);
+	return ret;
+}
+
+int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
+{
+	struct srx_qp *qp = to_sqp(ibqp);
+	struct srx_wq *wq = &qp->rq;
+	bool doorbell = false;
+	int ret = 0;
+
+	if (srx_load_relaxed(wq->state) == SRX_QP_STATE_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+
+	pthread_spin_lock(&wq->lock);
+	for (; wr; wr = wr->next) {
+		struct srx_recv_wqe *wqe;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
+			ret = EINVAL;
+		else if (srx_wq_full(wq))
+			ret = ENOMEM;
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+
+		wqe = srx_wq_slot(wq, wq->head);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->reserved = 0;
+		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
+			      wr->num_sge);
+		wq->head++;
+	}
+	srx_wq_publish(qp, wq, &doorbell);
+	pthread_spin_unlock(&wq->lock);
+
+	if (doorbell)
+		srx_ring_doorbell(qp);
+	return ret;
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libsrx: the rdma-core provider of srx devices.
+ *
+ * This file: registration with libibverbs, device and context, queries,
+ * protection domains and memory regions. CQs are in cq.c (the lock-free
+ * fast path), QPs in qp.c. Everything that creates or destroys a kernel
+ * object goes through libibverbs' ibv_cmd_* helpers, which use the uverbs
+ * ioctl interface on the kernels srx supports.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srx.h"
+
+static int srx_query_device_ex(struct ibv_context *ctx,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	return ibv_cmd_query_device_any(ctx, input, attr, attr_size, NULL, NULL);
+}
+
+static int srx_query_port(struct ibv_context *ctx, uint8_t port,
+			  struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(ctx, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *srx_alloc_pd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	ret = ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int srx_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret = ibv_cmd_dealloc_pd(pd);
+
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+static struct ibv_mr *srx_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int srx_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (!ret)
+		free(vmr);
+	return ret;
+}
+
+static void srx_free_context(struct ibv_context *ibctx)
+{
+	struct srx_context *ctx = to_sctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops srx_ctx_ops = {
+	.alloc_pd = srx_alloc_pd,
+	.create_cq = srx_create_cq,
+	.create_cq_ex = srx_create_cq_ex,
+	.create_qp = srx_create_qp,
+	.dealloc_pd = srx_dealloc_pd,
+	.dereg_mr = srx_dereg_mr,
+	.destroy_cq = srx_destroy_cq,
+	.destroy_qp = srx_destroy_qp,
+	.free_context = srx_free_context,
+	.modify_qp = srx_modify_qp,
+	.poll_cq = srx_poll_cq,
+	.post_recv = srx_post_recv,
+	.post_send = srx_post_send,
+	.query_device_ex = srx_query_device_ex,
+	.query_port = srx_query_port,
+	.query_qp = srx_query_qp,
+	.reg_mr = srx_reg_mr,
+	.req_notify_cq = srx_req_notify_cq,
+	.resize_cq = srx_resize_cq,
+};
+
+static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
+					       int cmd_fd, void *private_data)
+{
+	struct usrx_get_context_resp resp = {};
+	struct ibv_get_context cmd = {};
+	struct srx_context *ctx;
+	int ret;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   SRX_DRIVER_ID);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err_uninit;
+	}
+
+	/* A kernel whose rings this provider cannot read is refused here. */
+	if (resp.drv.ring_format != SRX_RING_FORMAT ||
+	    resp.drv.cqe_size != sizeof(struct srx_cqe)) {
+		verbs_priv_log(&ctx->ibv_ctx, VERBS_LOG_ERR,
+			       "srx.ko ring format %u (CQE %u bytes), libsrx wants %u (%zu): update both together\n",
+			       resp.drv.ring_format, resp.drv.cqe_size,
+			       SRX_RING_FORMAT, sizeof(struct srx_cqe));
+		errno = EPROTONOSUPPORT;
+		goto err_uninit;
+	}
+	ctx->max_cqe = resp.drv.max_cqe;
+
+	verbs_set_ops(&ctx->ibv_ctx, &srx_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err_uninit:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	return NULL;
+}
+
+static struct verbs_device *srx_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct srx_device *dev = calloc(1, sizeof(*dev));
+
+	return dev ? &dev->ibv_dev : NULL;
+}
+
+static void srx_uninit_device(struct verbs_device *vdev)
+{
+	free(VERBS_PRIV_CONTAINER(vdev, struct srx_device, ibv_dev));
+}
+
+/*
+ * srx devices only, recognised by the private driver id srx.ko reports
+ * (srx-abi.h), so no other provider binds them and libsrx binds nothing
+ * else. The uverbs ABI version must match exactly.
+ */
+static const struct verbs_match_ent srx_match_table[] = {
+	VERBS_PRIV_MATCH_DRIVER_ID(SRX_DRIVER_ID),
+	VERBS_PRIV_MATCH_END,
+};
+
+static const struct verbs_device_ops srx_device_ops = {
+	.name = "srx",
+	.match_min_abi_version = SRX_UVERBS_ABI_VERSION,
+	.match_max_abi_version = SRX_UVERBS_ABI_VERSION,
+	.match_table = srx_match_table,
+	.alloc_device = srx_alloc_device,
+	.uninit_device = srx_uninit_device,
+	.alloc_context = srx_alloc_context,
+};
+
+VERBS_PRIV_PROVIDER_REGISTER(srx_device_ops)

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#ifndef SRX_PROVIDER_H
+#define SRX_PROVIDER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cq_ring.h"
+#include "srx-abi.h"
+#include "verbs-private.h"
+
+struct srx_device {
+	struct verbs_device ibv_dev;
+};
+
+struct srx_context {
+	struct verbs_context ibv_ctx;
+	uint32_t max_cqe;
+};
+
+static inline struct srx_context *to_sctx(struct ibv_context *ibctx)
+{
+	return VERBS_PRIV_CONTAINER(ibctx, struct srx_context, ibv_ctx.context);
+}
+
+/* One mapping of a CQ ring. */
+struct srx_cq_ring {
+	void *base;
+	size_t len;
+	struct srx_cq_view view;
+	struct srx_cq_ring *retired_next;	/* see srx_cq.retired */
+};
+
+/*
+ * A CQ. Pollers never lock it: they read ring (an atomic pointer), consume
+ * with srx_cq_take() (or, single-threaded, with the private cons), and arm
+ * by writing the ring's arm word.
+ *
+ * A resize replaces ring while other threads may still be inside a poll on
+ * the old one. The kernel seals the old ring first, so nothing more is
+ * taken from it; afterwards its mapping is swapped for anonymous zeroed
+ * memory (an empty-looking ring) instead of being unmapped, so a late
+ * poller reads zeros rather than faulting. Those placeholders and their
+ * srx_cq_ring structures stay on the retired list until the CQ is
+ * destroyed, when no poller may be running (verbs forbids it).
+ */
+struct srx_cq {
+	struct verbs_cq vcq;
+	_Atomic(struct srx_cq_ring *) ring;
+	bool single_threaded;
+
+	/* Single-threaded consumers only: the consumer index. */
+	uint32_t cons;
+
+	/* Last arm sequence handed out (fetch-add when multi-threaded). */
+	_Atomic uint32_t arm_seq;
+
+	/*
+	 * cq_ex polling. ibv_cq_ex returns each completion in fields of the
+	 * CQ object itself (wr_id, status, the read_* functions), so one
+	 * start_poll..end_poll sequence at a time owns them: poll_owner is
+	 * taken with one atomic exchange and released by end_poll. CQEs are
+	 * still claimed one by one with srx_cq_take(), so ibv_poll_cq() on
+	 * other threads runs concurrently and lock-free. Single-threaded CQs
+	 * skip poll_owner and read the CQE in place.
+	 */
+	_Atomic uint32_t poll_owner;
+	struct srx_cqe cur_copy;
+	const struct srx_cqe *cur;
+	uint32_t ex_cons;		/* single-threaded: index during a poll */
+
+	/* Resizes: control path, may sleep. */
+	pthread_mutex_t resize_mutex;
+	_Atomic bool resizing;
+	struct srx_cq_ring *retired;	/* under resize_mutex */
+};
+
+static inline struct srx_cq *to_scq(struct ibv_cq *ibcq)
+{
+	return VERBS_PRIV_CONTAINER(ibcq, struct srx_cq, vcq.cq);
+}
+
+/* One mapped work queue ring. */
+struct srx_wq {
+	pthread_spinlock_t lock;	/* posters of this queue */
+	void *base;
+	size_t len;
+	uint32_t *prod;			/* ours to write */
+	uint32_t *cons;			/* kernel-written */
+	uint32_t *state;		/* kernel-written */
+	char *wqes;
+	uint32_t entries;
+	uint32_t wqe_size;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t head;			/* our producer index, under lock */
+};
+
+struct srx_qp {
+	struct verbs_qp vqp;
+	struct srx_wq sq;
+	struct srx_wq rq;
+};
+
+static inline struct srx_qp *to_sqp(struct ibv_qp *ibqp)
+{
+	return VERBS_PRIV_CONTAINER(ibqp, struct srx_qp, vqp.qp);
+}
+
+/* cq.c */
+struct ibv_cq *srx_create_cq(struct ibv_context *ctx, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *srx_create_cq_ex(struct ibv_context *ctx,
+				   struct ibv_cq_init_attr_ex *attr);
+int srx_destroy_cq(struct ibv_cq *ibcq);
+int srx_resize_cq(struct ibv_cq *ibcq, int cqe);
+int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
+int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+
+/* qp.c */
+struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int srx_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr);
+int srx_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		  int attr_mask);
+int srx_destroy_qp(struct ibv_qp *ibqp);
+int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+
+#endif /* SRX_PROVIDER_H */
