@@ -60,7 +60,7 @@ HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
 
 .PHONY: all module provider tools selftests host-tests install uninstall \
-        deps check demo clean help check-libibverbs
+        deps check demo clean help check-libibverbs compare
 
 all: module provider tools selftests
 
@@ -69,6 +69,7 @@ help:
 	@echo "make deps       install the Debian packages the build and tests need"
 	@echo "make check      deps, build, host unit tests, then the selftests in the VM"
 	@echo "make demo       deps, build, then show srx working inside the VM"
+	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
 	@echo "KVER=$(KVER) KDIR=$(KDIR) BUILD=$(BUILD)"
@@ -189,6 +190,10 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all host-tests
 	$(Q)$(TOP)/tools/check $(BUILD) "$(HOST_TESTS)" "$(VM_TESTS)"
+
+compare:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(TOP)/tools/compare
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps
