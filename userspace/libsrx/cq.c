@@ -122,8 +122,12 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 /* ibv_poll_cq() and ibv_req_notify_cq()                              */
 /* ------------------------------------------------------------------ */
 
-/* SINGLE_THREADED: read in place, one release store, no read-modify-write. */
-static int srx_poll_cq_st(struct srx_cq *cq, int ne, struct ibv_wc *wc)
+/*
+ * SINGLE_THREADED: read in place, one release store, no read-modify-write.
+ * The two paths are separate functions so that each saves only the
+ * registers it needs: under emulation every spill is a memory access.
+ */
+static __attribute__((noinline)) int srx_poll_cq_st(struct srx_cq *cq, int ne, struct ibv_wc *wc)
 {
 	struct srx_cq_ring *ring =
 		atomic_load_explicit(&cq->ring, memory_order_relaxed);
@@ -144,7 +148,8 @@ static int srx_poll_cq_st(struct srx_cq *cq, int ne, struct ibv_wc *wc)
  * array, then claim them with one compare-and-swap; if another thread
  * claimed first, convert again from where it left off.
  */
-static int srx_poll_cq_mt(struct srx_cq *cq, int ne, struct ibv_wc *wc)
+static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
+						    struct ibv_wc *wc)
 {
 	for (;;) {
 		struct srx_cq_ring *ring =

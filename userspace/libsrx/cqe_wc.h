@@ -21,13 +21,14 @@ static inline unsigned int srx_cqe_wc_flags(const struct srx_cqe *cqe)
 /*
  * The hot conversion. struct srx_cqe keeps byte_len+ex and qp_num+src_qp
  * adjacent as struct ibv_wc does, and its last eight bytes hold every small
- * field, so a completion is four 8-byte loads and seven stores: the shifts
- * below place status/opcode, wc_flags and slid/sl/dlid_path_bits where
+ * field, so a completion is four 8-byte loads and a few stores; the shifts
+ * below place status, opcode, wc_flags and slid/sl/dlid_path_bits where
  * ibv_wc has them (little-endian; x86-64 and arm64 are).
  */
 static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
 {
-	uint64_t tail, status_opcode, lids;
+	uint32_t lo, hi, pkey_slid, sl_dlid;
+	uint64_t tail;
 
 	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 		       "srx_cqe_to_wc packs fields for little-endian CPUs");
@@ -55,18 +56,20 @@ static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
 		       IBV_WC_WITH_INV == SRX_CQE_WITH_INV, "wc_flags bits");
 
 	memcpy(&tail, &cqe->status, 8);
-	status_opcode = (tail & 0xff) | ((tail >> 8 & 0xff) << 32);
-	lids = (tail >> 32 & 0xffff) << 16 |	/* slid */
-	       (tail >> 24 & 0xff) << 32 |	/* sl */
-	       (tail >> 48 & 0xff) << 40;	/* dlid_path_bits; pkey 0 */
+	lo = (uint32_t)tail;		/* status, opcode, flags, sl */
+	hi = (uint32_t)(tail >> 32);	/* slid, dlid_path_bits, reserved */
+	pkey_slid = hi << 16;		/* pkey_index 0 */
+	sl_dlid = (lo >> 24) | (hi >> 8 & 0xff00);	/* pad 0 */
 
 	wc->wr_id = cqe->wr_id;
-	memcpy(&wc->status, &status_opcode, 8);		/* status, opcode */
+	wc->status = lo & 0xff;
+	wc->opcode = lo >> 8 & 0xff;
 	wc->vendor_err = 0;
 	memcpy(&wc->byte_len, &cqe->byte_len, 8);	/* byte_len, imm_data */
 	memcpy(&wc->qp_num, &cqe->qp_num, 8);		/* qp_num, src_qp */
-	wc->wc_flags = (tail >> 16) & SRX_CQE_WC_FLAGS;
-	memcpy(&wc->pkey_index, &lids, 8);	/* pkey, slid, sl, dlid, pad */
+	wc->wc_flags = lo >> 16 & SRX_CQE_WC_FLAGS;
+	memcpy(&wc->pkey_index, &pkey_slid, 4);		/* pkey_index, slid */
+	memcpy(&wc->sl, &sl_dlid, 4);		/* sl, dlid_path_bits, pad */
 }
 
 /*

@@ -132,10 +132,10 @@ struct srx_cq_ctrl {
 /*
  * One completion, written by the kernel: 32 bytes, two per cache line, and
  * everything struct ibv_wc carries for a RoCE device. Laid out so that a
- * provider builds a struct ibv_wc with four 8-byte loads and seven stores:
+ * provider builds a struct ibv_wc with four 8-byte loads and a few stores:
  * byte_len+ex and qp_num+src_qp are adjacent here as they are in ibv_wc.
  * Documentation/performance.md has the measurements that chose it over the
- * 48-byte struct ib_uverbs_wc.
+ * 48-byte struct ib_uverbs_wc, and where that choice costs.
  */
 struct srx_cqe {
 	__aligned_u64 wr_id;
