@@ -43,6 +43,7 @@ PROVIDER_HDR := $(wildcard $(TOP)/userspace/libsrx/*.h) \
                 $(TOP)/include/uapi/rdma/srx-abi.h
 
 TOOLS        := $(BUILD)/srx-cq-demo
+BENCH        := $(BUILD)/cq_bench $(BUILD)/ring_bench
 
 KSELFTEST    := $(BUILD)/kselftest/kselftest_harness.h
 SELFTEST_SRC := $(wildcard $(TOP)/selftests/*_test.c)
@@ -60,15 +61,16 @@ HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
 
 .PHONY: all module provider tools selftests host-tests install uninstall \
-        deps check demo clean help check-libibverbs compare
+        deps check demo clean help check-libibverbs bench bench-build compare
 
-all: module provider tools selftests
+all: module provider tools selftests bench-build
 
 help:
 	@echo "make            build srx.ko, libsrx, tools and selftests"
 	@echo "make deps       install the Debian packages the build and tests need"
 	@echo "make check      deps, build, host unit tests, then the selftests in the VM"
 	@echo "make demo       deps, build, then show srx working inside the VM"
+	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
@@ -112,6 +114,21 @@ $(BUILD)/srx-cq-demo: $(TOP)/tools/srx-cq-demo.c
 	@echo "  CC      $(notdir $@)"
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
+
+# ---------------------------------------------------------------------------
+# Benchmarks (bench/, Documentation/performance.md)
+
+bench-build: $(BENCH)
+
+$(BUILD)/cq_bench: $(TOP)/bench/cq_bench.c
+	@echo "  CC      $(notdir $@)"
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
+
+$(BUILD)/ring_bench: $(TOP)/bench/ring_bench.c $(PROVIDER_HDR)
+	@echo "  CC      $(notdir $@)"
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $<
 
 # ---------------------------------------------------------------------------
 # Selftests (run in the VM) and host unit tests (run here, sanitized)
@@ -190,6 +207,10 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all host-tests
 	$(Q)$(TOP)/tools/check $(BUILD) "$(HOST_TESTS)" "$(VM_TESTS)"
+
+bench:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(TOP)/bench/run
 
 compare:
 	$(Q)$(MAKE) --no-print-directory all
