@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# selftests/config lists, as kselftest directories do, the kernel options
+# the tests need: the RDMA core and its user access (srx itself), rdma_rxe
+# (the bench smoke run and tools/compare), the netdevs device_test.sh builds
+# or refuses (veth, bonding, VLAN, tun, WireGuard), network namespaces, and
+# what tools/vm/run boots on (virtio-net, 9p, overlayfs) or fails a run for
+# (hung-task and soft-lockup detectors). This checks the kernel under test
+# against it, so that a kernel without one of them fails here, by name,
+# instead of somewhere inside another test. "=m" is also met by "=y".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+kconfig=/boot/config-$(uname -r)
+
+echo "TAP version 13"
+if [ ! -r "$kconfig" ]; then
+	echo "1..0 # SKIP no $kconfig to check against"
+	exit 4
+fi
+
+n=0 failed=0
+while IFS== read -r opt want; do
+	case $opt in CONFIG_*) ;; *) continue ;; esac
+	have=$(grep -m1 "^$opt=" "$kconfig" | cut -d= -f2)
+	if [ "$have" = "$want" ] || { [ "$want" = m ] && [ "$have" = y ]; }; then
+		echo "ok $((++n)) $opt=${have} (needs $want)"
+	else
+		echo "not ok $((++n)) $opt=${have:-unset} (needs $want)"
+		failed=1
+	fi
+done <"$top/selftests/config"
+echo "1..$n"
+exit "$failed"
