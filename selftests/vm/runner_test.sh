@@ -17,6 +17,9 @@
 #                                        /etc private, >= 2 NICs
 #   D     insmod srx_warn_test.ko        exit 120 (WARNING)    2
 #   E     echo c >/proc/sysrq-trigger    exit 121 (panic)      3
+#   T     true, from a copy of the       exit 0 (the checkout  3
+#         runner under /tmp              is not hidden by the
+#                                        guest's /tmp)
 #   -     bad option, missing kernel     exit 125 (no boot)    4
 #
 # Everything it writes goes to build/vm/selftest/ in the checkout.
@@ -63,7 +66,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..19"
+echo "1..20"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -161,7 +164,19 @@ fi
 
 # E: a panic ends QEMU (panic=-1, -no-reboot) and is named as such.
 vm_start E --timeout 300 -- sh -c 'echo c >/proc/sysrq-trigger; sleep 100'
+
+# T: a checkout under /tmp, where the guest mounts a fresh tmpfs (a CI that
+# clones into /tmp). The runner alone is the checkout here.
+tmp_top=$(mktemp -d /tmp/srx-runner-test.XXXXXX)
+mkdir -p "$tmp_top/tools"
+cp -r "$top/tools/vm" "$top/tools/kver" "$tmp_top/tools/"
+"$tmp_top/tools/vm/run" --timeout 300 -- true >"$work/T.out" 2>"$work/T.err" &
+# shellcheck disable=SC2034 # read by vm_finish
+pid_T=$!
+
 vm_finish E 121 "a kernel panic makes the run exit 121"
+vm_finish T 0 "a checkout under /tmp boots and runs"
+rm -rf "$tmp_top"
 
 vm_finish F 124 "a command past --timeout makes the run exit 124"
 grep -q 'srx-vm: timeout' "$work/F.err"
