@@ -14,7 +14,8 @@
 #   C     sh -c PROBE sh ARGS...; exit 7 exit 7, argv intact,  2
 #                                        stdout/stderr relayed, cwd, env
 #                                        passthrough, checkout writable,
-#                                        /etc private, >= 2 NICs
+#                                        /etc private, >= 2 NICs,
+#                                        tools/vm/in-guest
 #   D     insmod srx_warn_test.ko        exit 120 (WARNING)    2
 #   E     echo c >/proc/sysrq-trigger    exit 121 (panic)      3
 #   T     true, from a copy of the       exit 0 (the checkout  3
@@ -66,7 +67,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..21"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -105,6 +106,7 @@ for d in /sys/class/net/*; do
 	[ "$(cat "$d/type")" = 1 ] && [ -e "$d/device" ] && n=$((n + 1))
 done
 echo "$n" >"$out/nics.guest"
+"$SRX_PROBE_TOP/tools/vm/in-guest" && echo yes >"$out/in-guest.guest"
 printf "[%s]\n" "$@"
 echo "to stderr" >&2
 exit 7
@@ -115,7 +117,7 @@ fi
 # From a subdirectory, with variables to pass and one not to.
 (
 	cd "$top/selftests/vm" || exit 125
-	export SRX_PROBE_DIR=$work SRX_PROBE_VAR="a b" NOT_PASSED=1
+	export SRX_PROBE_DIR=$work SRX_PROBE_TOP=$top SRX_PROBE_VAR="a b" NOT_PASSED=1
 	exec "$run" --timeout 300 -- sh -c "$probe" sh "${args[@]}"
 ) >"$work/C.out" 2>"$work/C.err" &
 # shellcheck disable=SC2034 # read by vm_finish
@@ -154,6 +156,9 @@ result $? "writes to /etc stay in the guest"
 nics=$(cat "$work/nics.guest" 2>/dev/null || echo 0)
 [ "$nics" -ge 2 ]
 result $? "the guest has >= 2 ethernet NICs (got $nics)"
+
+[ "$(cat "$work/in-guest.guest" 2>/dev/null)" = yes ] && ! "$top/tools/vm/in-guest"
+result $? "tools/vm/in-guest is true in the guest and false on the host"
 
 if [ "$warn_built" = 0 ]; then
 	vm_finish D 120 "a module that warns makes the run exit 120"
