@@ -342,6 +342,34 @@ TEST(ring_entries_rounds_up_to_a_power_of_two)
 	}
 }
 
+/*
+ * The layout comes from the kernel, which is trusted but not blindly: a
+ * field offset near 4 GiB must not wrap past the bounds check.
+ */
+TEST(layout_rejects_offsets_that_wrap)
+{
+	struct ring r;
+	struct srx_cq_layout l;
+
+	ASSERT_EQ(0, ring_init(&r, 64, 0));
+	EXPECT_TRUE(srx_cq_layout_ok(&r.layout));
+
+	l = r.layout;
+	l.prod_offset = UINT32_MAX - 3;
+	EXPECT_FALSE(srx_cq_layout_ok(&l));
+	l = r.layout;
+	l.cons_offset = UINT32_MAX - 7;
+	EXPECT_FALSE(srx_cq_layout_ok(&l));
+	l = r.layout;
+	l.arm_offset = (uint32_t)r.layout.mmap_length;
+	EXPECT_FALSE(srx_cq_layout_ok(&l));
+
+	EXPECT_TRUE(srx_layout_field_ok(0, 8, 8));
+	EXPECT_FALSE(srx_layout_field_ok(UINT32_MAX - 3, 4, 4096));
+	EXPECT_FALSE(srx_layout_field_ok(4, 8, 4096));
+	ring_fini(&r);
+}
+
 static const uint32_t sizes[] = { 1, 2, 8, 1024, 1u << 22, 1u << 31 };
 static const uint32_t bases[] = {
 	0, 1, 4095, 0x7fffffffu, 0x80000000u,

@@ -64,6 +64,16 @@ static inline void srx_cq_view_init(struct srx_cq_view *v, void *base,
 }
 
 /*
+ * A field of @size bytes at @off lies inside a mapping of @len bytes and is
+ * aligned to its size. In 64 bits: an offset near 4 GiB must not wrap.
+ */
+static inline bool srx_layout_field_ok(uint64_t off, uint32_t size,
+				       uint64_t len)
+{
+	return off % size == 0 && off + size <= len;
+}
+
+/*
  * A layout a mapping of @len bytes can hold, with every field inside it and
  * aligned: the kernel is trusted, but not blindly.
  */
@@ -71,16 +81,17 @@ static inline bool srx_cq_layout_ok(const struct srx_cq_layout *l)
 {
 	uint64_t cqes_end = (uint64_t)l->cqe_offset +
 			    (uint64_t)l->entries * l->cqe_size;
+	uint64_t len = l->mmap_length;
 
 	return l->entries && !(l->entries & (l->entries - 1)) &&
 	       l->cqe_size == sizeof(struct srx_cqe) &&
-	       l->prod_offset % 4 == 0 && l->prod_offset + 4 <= l->mmap_length &&
-	       l->fired_offset % 4 == 0 && l->fired_offset + 4 <= l->mmap_length &&
-	       l->status_offset % 4 == 0 && l->status_offset + 4 <= l->mmap_length &&
-	       l->dropped_offset % 4 == 0 && l->dropped_offset + 4 <= l->mmap_length &&
-	       l->cons_offset % 8 == 0 && l->cons_offset + 8 <= l->mmap_length &&
-	       l->arm_offset % 4 == 0 && l->arm_offset + 4 <= l->mmap_length &&
-	       l->cqe_offset % 8 == 0 && cqes_end <= l->mmap_length;
+	       srx_layout_field_ok(l->prod_offset, 4, len) &&
+	       srx_layout_field_ok(l->fired_offset, 4, len) &&
+	       srx_layout_field_ok(l->status_offset, 4, len) &&
+	       srx_layout_field_ok(l->dropped_offset, 4, len) &&
+	       srx_layout_field_ok(l->cons_offset, 8, len) &&
+	       srx_layout_field_ok(l->arm_offset, 4, len) &&
+	       l->cqe_offset % 8 == 0 && cqes_end <= len;
 }
 
 static inline struct srx_cqe *srx_cq_slot(const struct srx_cq_view *v,
