@@ -501,6 +501,49 @@ TEST(consumer_ignores_garbage_prod)
 
 #define ARM_MASK (UINT32_MAX >> SRX_CQ_ARM_SEQ_SHIFT)
 
+/*
+ * A retired ring's placeholder: a poller that loaded the consumer word at
+ * index 0 before the kernel sealed it, and wakes after the resize, must not
+ * be able to commit against the placeholder, nor see anything in it.
+ */
+TEST(retired_ring_placeholder_stays_sealed)
+{
+	size_t len = 4 * 4096, cons_off = offsetof(struct srx_cq_ctrl, cons);
+	struct srx_cq_layout l = {
+		.mmap_length = len, .entries = 64,
+		.cqe_size = sizeof(struct srx_cqe),
+		.prod_offset = offsetof(struct srx_cq_ctrl, prod),
+		.fired_offset = offsetof(struct srx_cq_ctrl, fired),
+		.status_offset = offsetof(struct srx_cq_ctrl, status),
+		.dropped_offset = offsetof(struct srx_cq_ctrl, dropped),
+		.cons_offset = cons_off,
+		.arm_offset = offsetof(struct srx_cq_ctrl, arm),
+		.cqe_offset = sizeof(struct srx_cq_ctrl),
+	};
+	struct srx_cq_view v;
+	struct srx_cq_ctrl *ctrl;
+	uint64_t stale = 0;	/* index 0, unsealed: loaded before the seal */
+	void *base;
+
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, base);
+	ASSERT_TRUE(srx_cq_layout_ok(&l));
+	srx_cq_view_init(&v, base, &l);
+	ctrl = base;
+	ctrl->prod = 5;
+	/* The kernel's seal (srx_cq_switch_ring()), then the retirement. */
+	ctrl->cons = (uint64_t)SRX_CQ_CONS_SEALED << 32;
+
+	ASSERT_TRUE(srx_cq_put_placeholder(base, len, cons_off));
+	EXPECT_TRUE(srx_cq_sealed(&v));
+	EXPECT_EQ(0u, *v.prod);
+	EXPECT_FALSE(srx_cq_claim_commit(&v, &stale, 5));
+	EXPECT_EQ((uint64_t)SRX_CQ_CONS_SEALED << 32, stale);
+	EXPECT_EQ(SRX_CQ_SEALED, srx_cq_claim_begin(&v, stale, 5));
+	munmap(base, len);
+}
+
 TEST(arm_next_skips_fired_and_wraps_in_31_bits)
 {
 	uint64_t seed = 42;

@@ -78,9 +78,9 @@ static void srx_cq_unmap_ring(struct srx_cq_ring *ring)
 /*
  * Take @old out of service after a resize switched to a new ring. With a
  * single thread nobody else can be looking at it. Otherwise another poller
- * may still hold the pointer: swap the mapping for zeroed anonymous memory
- * (which releases the kernel's pages and reads as an empty, unsealed ring)
- * and keep the address range until the CQ is destroyed.
+ * may still hold the pointer: put a placeholder that reads as a sealed ring
+ * over the mapping (srx_cq_put_placeholder()) and keep the address range
+ * until the CQ is destroyed.
  */
 static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
 {
@@ -88,9 +88,8 @@ static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
 		srx_cq_unmap_ring(old);
 		return;
 	}
-	/* If this fails the sealed ring stays mapped: still correct. */
-	(void)mmap(old->base, old->len, PROT_READ | PROT_WRITE,
-		   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	srx_cq_put_placeholder(old->base, old->len,
+			       (char *)old->view.cons - (char *)old->base);
 	old->retired_next = cq->retired;
 	cq->retired = old;
 }

@@ -22,8 +22,10 @@
 #define SRX_CQ_RING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <rdma/srx-abi.h>
 
@@ -175,6 +177,35 @@ static inline void srx_cq_release(const struct srx_cq_view *v, uint32_t cons)
 static inline bool srx_cq_sealed(const struct srx_cq_view *v)
 {
 	return SRX_CONS_SEAL(srx_load_cons(v->cons)) != 0;
+}
+
+/*
+ * Put, in one step, a placeholder over a retired ring's mapping at @base:
+ * anonymous memory (which releases the kernel's pages) whose consumer word,
+ * at @cons_off, reads sealed. A poller that loaded the old word before the
+ * kernel sealed it may still compare-and-swap against it; a zeroed word
+ * would match a stale word of index 0, so the placeholder must never read
+ * as an unsealed ring, not even for a moment: hence mremap() over the old
+ * mapping rather than mmap(MAP_FIXED) followed by a store. On failure the
+ * sealed old mapping stays, which is just as correct. Returns true if the
+ * placeholder is in place.
+ */
+static inline bool srx_cq_put_placeholder(void *base, size_t len,
+					  size_t cons_off)
+{
+	uint64_t sealed = (uint64_t)SRX_CQ_CONS_SEALED << 32;
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (tmp == MAP_FAILED)
+		return false;
+	memcpy((char *)tmp + cons_off, &sealed, sizeof(sealed));
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base) ==
+	    MAP_FAILED) {
+		munmap(tmp, len);
+		return false;
+	}
+	return true;
 }
 
 /* The next arm sequence after @prev: 31 bits, never the one last fired. */

@@ -40,9 +40,9 @@ struct srx_cq_ring {
  *
  * A resize replaces ring while other threads may still be inside a poll on
  * the old one. The kernel seals the old ring first, so nothing more is
- * taken from it; afterwards its mapping is swapped for anonymous zeroed
- * memory (an empty-looking ring) instead of being unmapped, so a late
- * poller reads zeros rather than faulting. Those placeholders and their
+ * taken from it; afterwards its mapping is swapped for anonymous memory
+ * that still reads as a sealed ring, instead of being unmapped, so a late
+ * poller neither faults nor takes anything. Those placeholders and their
  * srx_cq_ring structures stay on the retired list until the CQ is
  * destroyed, when no poller may be running (verbs forbids it).
  */
