@@ -5,7 +5,7 @@
 # `make bench` cannot rot unnoticed: every workload must produce a number on
 # both srx0 and rxe0. The numbers themselves mean nothing at this size and
 # are not judged; `make bench` is the measurement.
-set -u
+set -u -o pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 
