@@ -60,7 +60,7 @@ HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HEL
 HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
 
-.PHONY: all module provider tools selftests host-tests install uninstall \
+.PHONY: all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check demo clean help check-libibverbs bench bench-build compare
 
 all: module provider tools selftests bench-build
@@ -178,7 +178,12 @@ INSTALLED = $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko \
             $(DESTDIR)$(PREFIX)/bin/srx-cq-demo \
             $(DESTDIR)$(PREFIX)/share/man/man7/srx.7
 
-install:
+# An empty directory would install into /: refuse instead.
+install-dirs-known:
+	$(Q)test -n "$(PROVIDER_DIR)" && test -n "$(CONFIG_DIR)" || { \
+		echo "install: check-libibverbs could not name libibverbs' directories" >&2; exit 1; }
+
+install: install-dirs-known
 	$(Q)for f in $(TOP)/kernel/srx.ko $(PROVIDER) $(TOOLS); do \
 		test -f $$f || { echo "install: $$f is missing: run make first" >&2; exit 1; }; done
 	install -D -m 644 $(TOP)/kernel/srx.ko $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko
@@ -190,7 +195,7 @@ ifeq ($(DESTDIR),)
 	depmod -a $(KVER)
 endif
 
-uninstall:
+uninstall: install-dirs-known
 	rm -f $(INSTALLED)
 	-rmdir $(DESTDIR)/lib/modules/$(KVER)/extra 2>/dev/null
 ifeq ($(DESTDIR),)
