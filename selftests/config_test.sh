@@ -20,7 +20,7 @@ if [ ! -r "$kconfig" ]; then
 fi
 
 n=0 failed=0
-while IFS== read -r opt want; do
+while IFS='=' read -r opt want; do
 	case $opt in CONFIG_*) ;; *) continue ;; esac
 	have=$(grep -m1 "^$opt=" "$kconfig" | cut -d= -f2)
 	if [ "$have" = "$want" ] || { [ "$want" = m ] && [ "$have" = y ]; }; then
