@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# The fast path's promise, counted with strace on srx0 (install_test.sh
+# made it): ibv_poll_cq() and ibv_req_notify_cq() make no system call, and
+# ibv_create_cq()/ibv_destroy_cq() go through the uverbs ioctl interface,
+# not the legacy write() commands. Each count compares two runs of a loop
+# that differ only in length, so that start-up and teardown cancel out.
+set -u -o pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bench=$top/build/cq_bench
+dev=${SRX_TEST_DEV:-srx0}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+n=0 failed=0
+result() {	# result OK DESCRIPTION
+	if [ "$1" = 0 ]; then
+		echo "ok $((++n)) $2"
+	else
+		echo "not ok $((++n)) $2"
+		failed=1
+	fi
+}
+
+# trace_count FILTER WORKLOAD LOOPS -> the lines of the trace (one per call)
+trace_count() {
+	strace -f -qq -e "trace=$1" -o "$tmp/trace" "$bench" -d "$dev" $2 -n "$3" \
+		>/dev/null || { echo -1; return; }
+	grep -cv 'resumed>' "$tmp/trace"
+}
+
+echo "TAP version 13"
+if ! command -v strace >/dev/null || [ ! -x "$bench" ]; then
+	echo "1..0 # SKIP needs strace and build/cq_bench"
+	exit 4
+fi
+
+for w in syscalls-poll syscalls-arm; do
+	a=$(trace_count all "$w" 1000)
+	b=$(trace_count all "$w" 11000)
+	echo "# $w: $a system calls for 1000 loops, $b for 11000"
+	[ "$a" -ge 0 ] && [ "$b" -ge 0 ] && [ "$a" = "$b" ]
+	result $? "$w: 10000 more loops make no more system calls"
+done
+
+# 10 more create+destroy pairs: at least 20 more uverbs ioctls, no write().
+a_ioctl=$(trace_count ioctl "create -c 256" 10)
+a_ioctl_verbs=$(grep -c 'RDMA_VERBS_IOCTL' "$tmp/trace")
+a_write=$(trace_count write "create -c 256" 10)
+b_ioctl=$(trace_count ioctl "create -c 256" 20)
+b_ioctl_verbs=$(grep -c 'RDMA_VERBS_IOCTL' "$tmp/trace")
+b_write=$(trace_count write "create -c 256" 20)
+echo "# create+destroy: RDMA_VERBS_IOCTL $a_ioctl_verbs -> $b_ioctl_verbs, write() $a_write -> $b_write"
+[ "$a_ioctl" -ge 0 ] && [ "$b_ioctl" -ge 0 ] &&
+	[ $((b_ioctl_verbs - a_ioctl_verbs)) -ge 20 ]
+result $? "create+destroy: two RDMA_VERBS_IOCTL calls per pair"
+[ "$a_write" -ge 0 ] && [ "$b_write" -ge 0 ] && [ "$a_write" = "$b_write" ]
+result $? "create+destroy: no write() command"
+
+echo "1..$n"
+exit "$failed"
