@@ -14,7 +14,8 @@
 #   eth1 (virtio) ── srx1
 #     ├─ eth1.100 (VLAN 100): its addresses become GIDs of srx1
 #     └─ eth1.101 (VLAN 101): srx on it is refused, pointing at eth1
-#   dvA ══ veth ══ dvB      srxv on dvA: carrier (dvB down/up), MTU, addresses
+#   dvA ══ veth ══ dvB      srxv on dvA: carrier (dvB down/up), MTU, addresses;
+#                           srxw on dvB: rdma link delete under an open context
 #                           srxr on dvA again: rmmod under load
 #   bond0 ── dvC ══ veth ══ dvD      srxb on bond0 (active-backup, miimon)
 #   dvM ══════════════ veth ═══════════════════════ dvN ── srxns
@@ -288,7 +289,7 @@ cleanup() {
 	for d in dvA dvC dvM bond0 eth1.100 eth1.101 srxt-tun srxt-wg; do
 		ip link del "$d" 2>/dev/null
 	done
-	for d in srx1 srxv srxb srxvl srxr; do
+	for d in srx1 srxv srxw srxb srxvl srxr; do
 		timeout "$T" rdma link delete "$d" 2>/dev/null
 	done
 	timeout "$T" rdma system set netns shared 2>/dev/null
@@ -522,6 +523,23 @@ t_addresses() {
 
 # ip link del of the netdev under a process that holds the device open,
 # with a PD, CQ and QP mapped: no hang, and the process is told.
+t_link_delete_open() {
+	local f=$tmp/linkdel.events t0
+	run rdma link add srxw type srx netdev dvB || return 1
+	wait_until 5 link_state_is srxw ACTIVE || return 1
+	if [ -x "$events" ]; then
+		events_start srxw "$f" -r -t $((T * 1000)) || return 1
+	fi
+	t0=$SECONDS
+	kmark "rdma link delete srxw"
+	run timeout 60 rdma link delete srxw || return 1
+	wait_until 10 no_dev srxw || return 1
+	say "device gone $((SECONDS - t0)) s after rdma link delete"
+	klog_clean || return 1
+	[ -x "$events" ] || return 0
+	events_wait "$f" || return 1
+	grep -q '^IBV_EVENT_DEVICE_FATAL' "$f"
+}
 t_netdev_del() {
 	local f=$tmp/del.events t0
 	if [ -x "$events" ]; then
@@ -731,6 +749,7 @@ else
 fi
 case_ "active_mtu follows the netdev MTU as iboe_get_mtu computes it" t_mtu
 case_ "IPv4 and IPv6 addresses come and go as RoCE v2 GIDs" t_addresses
+case_ "rdma link delete under an open context: device gone, DEVICE_FATAL, no hang" t_link_delete_open
 case_ "ip link del under an open context: device gone, DEVICE_FATAL, no hang" t_netdev_del
 case_ "bonding: srx on bond0 with GIDs and the bond's carrier" t_bond
 case_ "netns (shared): created from inside, ACTIVE with the namespace's GIDs, seen everywhere" t_netns_shared
