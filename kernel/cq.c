@@ -153,9 +153,11 @@ static void srx_cq_kick(struct srx_cq *cq)
 		return;
 	}
 	/*
-	 * comp_cpu went offline, or the csd is still finishing a call that
-	 * ran on this very CPU (the local case unlocks it only after the
-	 * function): deliver from here rather than lose the event.
+	 * On comp_cpu itself the call runs here and now, in the caller's
+	 * context (6.1 generic_exec_single(); design.md says what that means
+	 * for handlers). If comp_cpu went offline (-ENXIO), deliver from here
+	 * rather than lose the event; -EBUSY cannot happen, as the csd is
+	 * unlocked before srx_cq_kick_fn() clears SRX_CQ_KICK_QUEUED.
 	 */
 	if (smp_call_function_single_async(cq->comp_cpu, &cq->csd))
 		srx_cq_kick_fn(cq);
