@@ -14,15 +14,17 @@
  *    at any time; the kernel reads each once per use and trusts neither;
  *  - resize runs in process context under resize_mutex, and switches rings
  *    under cq->lock, so a producer sees either the old ring or the new one;
- *  - completion events run on comp_cpu from a csd (srx_cq_kick()).
+ *  - completion events run on comp_cpu from a csd, or from an irq_work
+ *    when that is the current CPU (srx_cq_kick()).
  *
  * Why destroy is safe against a concurrent completion: the core refuses to
  * destroy a CQ that a QP still uses (EBUSY before we are called), so no
  * producer can reach it; destroy marks the CQ dead under cq->lock, so a
  * racing post (kernel CQs, whose users promise not to) drops its event; and
- * it waits for the last csd call to finish before freeing anything.
+ * it waits for the last event delivery to finish before freeing anything.
  */
 #include <linux/cpumask.h>
+#include <linux/irq_work.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/wait_bit.h>
@@ -118,16 +120,14 @@ static void srx_cq_kick_done(struct srx_cq *cq)
 }
 
 /*
- * Runs on comp_cpu with interrupts off (or in the caller as a fallback).
- * The csd is already free for reuse when this runs, so clearing
- * SRX_CQ_KICK_QUEUED first lets the next fire queue it again; the barrier
- * pairs with srx_cq_kick(): either that kick sees the bit clear and queues
- * another call, or this call sees its events_pending increment.
+ * Runs on comp_cpu in hard interrupt context, from csd or local_work. Both
+ * are free for reuse when this runs, so clearing SRX_CQ_KICK_QUEUED first
+ * lets the next fire queue again; the barrier pairs with srx_cq_kick():
+ * either that kick sees the bit clear and queues another delivery, or this
+ * one sees its events_pending increment.
  */
-static void srx_cq_kick_fn(void *info)
+static void srx_cq_deliver(struct srx_cq *cq)
 {
-	struct srx_cq *cq = info;
-
 	clear_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags);
 	smp_mb__after_atomic();
 
@@ -137,15 +137,33 @@ static void srx_cq_kick_fn(void *info)
 	srx_cq_kick_done(cq);
 }
 
+static void srx_cq_csd_fn(void *info)
+{
+	srx_cq_deliver(info);
+}
+
+static void srx_cq_local_work_fn(struct irq_work *work)
+{
+	srx_cq_deliver(container_of(work, struct srx_cq, local_work));
+}
+
 /*
  * Hand one completion event to comp_handler on comp_cpu, as the interrupt
- * of a hardware CQ's vector would. smp_call_function_single_async() needs
- * its callers on one csd serialized: SRX_CQ_KICK_QUEUED lets one caller at
- * a time queue it, and a kick that finds it queued leaves its event to the
- * call already on its way. Consumes the hold srx_cq_post() took.
+ * of a hardware CQ's vector would, and always later, from an interrupt:
+ * the caller may hold a work queue's lock (a flush) or state_mutex, which
+ * a handler that posts would otherwise meet. smp_call_function_single_async()
+ * would run the handler in place on comp_cpu itself (6.1's
+ * generic_exec_single()), so that case raises a self-interrupt with
+ * irq_work instead, which runs once the caller enables interrupts again
+ * (irq_work_queue_on() is not exported). SRX_CQ_KICK_QUEUED lets one
+ * caller at a time queue a delivery, as the csd requires; a kick that
+ * finds it queued leaves its event to the delivery on its way. Consumes
+ * the hold srx_cq_post() took.
  */
 static void srx_cq_kick(struct srx_cq *cq)
 {
+	int cpu;
+
 	atomic_inc(&cq->events_pending);
 	smp_mb__before_atomic();
 	if (test_and_set_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags)) {
@@ -153,14 +171,19 @@ static void srx_cq_kick(struct srx_cq *cq)
 		return;
 	}
 	/*
-	 * On comp_cpu itself the call runs here and now, in the caller's
-	 * context (6.1 generic_exec_single(); design.md says what that means
-	 * for handlers). If comp_cpu went offline (-ENXIO), deliver from here
-	 * rather than lose the event; -EBUSY cannot happen, as the csd is
-	 * unlocked before srx_cq_kick_fn() clears SRX_CQ_KICK_QUEUED.
+	 * With preemption off this CPU stays, and comp_cpu cannot go offline
+	 * between the check and the call (CPU removal stops every CPU). An
+	 * offline comp_cpu hands its events to this one.
 	 */
-	if (smp_call_function_single_async(cq->comp_cpu, &cq->csd))
-		srx_cq_kick_fn(cq);
+	preempt_disable();
+	cpu = cq->comp_cpu;
+	if (cpu == smp_processor_id() || !cpu_online(cpu) ||
+	    smp_call_function_single_async(cpu, &cq->csd)) {
+		/* Not pending: the bit kept every other kick out. */
+		if (!irq_work_queue(&cq->local_work))
+			srx_cq_kick_done(cq);
+	}
+	preempt_enable();
 }
 
 static void srx_cq_raise_error(struct srx_cq *cq)
@@ -322,7 +345,8 @@ int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	mutex_init(&cq->resize_mutex);
 	atomic_set(&cq->events_pending, 0);
 	atomic_set(&cq->kicks, 0);
-	INIT_CSD(&cq->csd, srx_cq_kick_fn, cq);
+	INIT_CSD(&cq->csd, srx_cq_csd_fn, cq);
+	init_irq_work(&cq->local_work, srx_cq_local_work_fn);
 	cq->comp_cpu = cpumask_local_spread(attr->comp_vector, NUMA_NO_NODE);
 
 	cq->ring = srx_cq_ring_alloc(uctx ? &uctx->base_ucontext : NULL,
@@ -358,8 +382,14 @@ int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	cq->dead = true;
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	/* No post takes a new hold now; wait for the last one to go. */
+	/*
+	 * No post takes a new hold now; wait for the last one to go, then for
+	 * irq_work to let go of local_work (it clears its busy bit after the
+	 * run that released the last hold has returned; a csd is not touched
+	 * after its function returns).
+	 */
 	wait_var_event(&cq->kicks, !atomic_read(&cq->kicks));
+	irq_work_sync(&cq->local_work);
 
 	if (cq->prepared)
 		srx_cq_ring_free(cq->prepared);

@@ -2,6 +2,7 @@
 #ifndef SRX_CQ_H
 #define SRX_CQ_H
 
+#include <linux/irq_work.h>
 #include <linux/mutex.h>
 #include <linux/smp.h>
 #include <linux/spinlock.h>
@@ -9,11 +10,12 @@
 
 #include <rdma/srx-abi.h>
 
+/* Bits of srx_cq.kick_flags. */
+#define SRX_CQ_KICK_QUEUED 0
+
 struct srx_device;
 struct srx_mmap_entry;
 
-/* Bits of srx_cq.kick_flags. */
-#define SRX_CQ_KICK_QUEUED 0
 
 /*
  * One CQ ring: a vmalloc_user() region holding struct srx_cq_ctrl and the
@@ -59,17 +61,21 @@ struct srx_cq {
 
 	/*
 	 * Completion events run on comp_cpu, in interrupt context like a
-	 * hardware CQ's (srx_cq_kick()). events_pending counts fires not yet
-	 * handed to comp_handler; kick_flags holds SRX_CQ_KICK_QUEUED while
-	 * the csd is queued; kicks counts holds on the CQ by posters that
-	 * raise an event or an error after dropping the lock, and by queued
-	 * csd calls, so that destroy can wait for the last of them.
+	 * hardware CQ's (srx_cq_kick()), and never inside the call that
+	 * produced the completion: from csd when comp_cpu is another CPU,
+	 * from local_work (a self-interrupt) when it is this one.
+	 * events_pending counts fires not yet handed to comp_handler;
+	 * kick_flags holds SRX_CQ_KICK_QUEUED while one of the two is queued;
+	 * kicks counts holds on the CQ by posters that raise an event or an
+	 * error after dropping the lock, and by queued deliveries, so that
+	 * destroy can wait for the last of them.
 	 */
 	int comp_cpu;
 	atomic_t events_pending;
 	unsigned long kick_flags;
 	atomic_t kicks;
 	call_single_data_t csd;
+	struct irq_work local_work;
 };
 
 static inline struct srx_cq *to_srx_cq(struct ib_cq *ibcq)
