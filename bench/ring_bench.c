@@ -91,35 +91,17 @@ static void fill(int wide)
 	__atomic_store_n(&ring->ctrl.prod, prod + entries, __ATOMIC_RELEASE);
 }
 
+/* libsrx's own poll loops (cqe_wc.h), as srx_poll_cq() runs them. */
 static int drain_srx32_mt(struct ibv_wc *wc, int batch)
 {
-	uint64_t word = srx_load_cons(view.cons);
-	int n;
-
-	for (;;) {
-		n = srx_cq_claim_begin(&view, word, batch);
-		if (n > 0)
-			srx_cqes_to_wc(view.cqes, view.entries - 1,
-				       SRX_CONS_INDEX(word), n, wc);
-		if (n <= 0 || srx_cq_claim_commit(&view, &word, n))
-			return n;
-	}
+	return srx_cq_poll_wc(&view, batch, wc);
 }
 
 static uint32_t st_cons;
 
 static int drain_srx32_st(struct ibv_wc *wc, int batch)
 {
-	uint32_t n = srx_cq_ready(&view, st_cons);
-
-	if (n > (uint32_t)batch)
-		n = batch;
-	srx_cqes_to_wc(view.cqes, view.entries - 1, st_cons, n, wc);
-	if (n) {
-		st_cons += n;
-		srx_cq_release(&view, st_cons);
-	}
-	return n;
+	return srx_cq_poll_wc_st(&view, &st_cons, batch, wc);
 }
 
 static int drain_wc48_mt(struct ibv_wc *wc, int batch)

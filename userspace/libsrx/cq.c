@@ -122,50 +122,27 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 /* ------------------------------------------------------------------ */
 
 /*
- * SINGLE_THREADED: read in place, one release store, no read-modify-write.
  * The two paths are separate functions so that each saves only the
  * registers it needs: under emulation every spill is a memory access.
  */
-static __attribute__((noinline)) int srx_poll_cq_st(struct srx_cq *cq, int ne, struct ibv_wc *wc)
+static __attribute__((noinline)) int srx_poll_cq_st(struct srx_cq *cq, int ne,
+						    struct ibv_wc *wc)
 {
 	struct srx_cq_ring *ring =
 		atomic_load_explicit(&cq->ring, memory_order_relaxed);
-	uint32_t n = srx_cq_ready(&ring->view, cq->cons);
 
-	if (n > (uint32_t)ne)
-		n = ne;
-	srx_cqes_to_wc(ring->view.cqes, ring->view.entries - 1, cq->cons, n, wc);
-	if (n) {
-		cq->cons += n;
-		srx_cq_release(&ring->view, cq->cons);
-	}
-	return n;
+	return srx_cq_poll_wc_st(&ring->view, &cq->cons, ne, wc);
 }
 
-/*
- * Any number of threads: convert the ready CQEs straight into the caller's
- * array, then claim them with one compare-and-swap; if another thread
- * claimed first, convert again from where it left off.
- */
+/* A ring sealed under us by a resize: wait for the new one, poll it. */
 static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
 						    struct ibv_wc *wc)
 {
 	for (;;) {
 		struct srx_cq_ring *ring =
 			atomic_load_explicit(&cq->ring, memory_order_acquire);
-		uint64_t word = srx_load_cons(ring->view.cons);
-		int n;
+		int n = srx_cq_poll_wc(&ring->view, ne, wc);
 
-		for (;;) {
-			n = srx_cq_claim_begin(&ring->view, word, ne);
-			if (n > 0)
-				srx_cqes_to_wc(ring->view.cqes,
-					       ring->view.entries - 1,
-					       SRX_CONS_INDEX(word), n, wc);
-			if (n <= 0 ||
-			    srx_cq_claim_commit(&ring->view, &word, n))
-				break;
-		}
 		if (n != SRX_CQ_SEALED)
 			return n;
 		if (!srx_cq_wait_resize(cq, ring))

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * From a ring CQE to what libibverbs hands the application. Shared by
- * libsrx's poll paths and bench/ring_bench.c, which measures it.
+ * From a ring CQE to what libibverbs hands the application, and the two
+ * ibv_poll_cq() loops over one ring built on it. Shared by libsrx's poll
+ * paths and bench/ring_bench.c, so that the benchmark times the code
+ * libsrx runs.
  */
 #ifndef SRX_CQE_WC_H
 #define SRX_CQE_WC_H
@@ -12,6 +14,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/srx-abi.h>
+
+#include "cq_ring.h"
 
 static inline unsigned int srx_cqe_wc_flags(const struct srx_cqe *cqe)
 {
@@ -84,6 +88,46 @@ static inline void srx_cqes_to_wc(const struct srx_cqe *cqes, uint32_t mask,
 
 	for (i = 0; i < n; i++)
 		srx_cqe_to_wc(&cqes[(idx + i) & mask], &wc[i]);
+}
+
+/*
+ * Any number of threads: up to @ne CQEs converted into @wc and claimed with
+ * one compare-and-swap, converted again from where another thread left off
+ * if it claimed first. Returns how many, 0, or SRX_CQ_SEALED.
+ */
+static inline int srx_cq_poll_wc(const struct srx_cq_view *v, int ne,
+				 struct ibv_wc *wc)
+{
+	uint64_t word = srx_load_cons(v->cons);
+	int n;
+
+	for (;;) {
+		n = srx_cq_claim_begin(v, word, ne);
+		if (n > 0)
+			srx_cqes_to_wc(v->cqes, v->entries - 1,
+				       SRX_CONS_INDEX(word), n, wc);
+		if (n <= 0 || srx_cq_claim_commit(v, &word, n))
+			return n;
+	}
+}
+
+/*
+ * One thread, whose consumer index is *@cons: CQEs read in place, one
+ * release store, no read-modify-write.
+ */
+static inline int srx_cq_poll_wc_st(const struct srx_cq_view *v,
+				    uint32_t *cons, int ne, struct ibv_wc *wc)
+{
+	uint32_t c = *cons, n = srx_cq_ready(v, c);
+
+	if (n > (uint32_t)ne)
+		n = ne;
+	srx_cqes_to_wc(v->cqes, v->entries - 1, c, n, wc);
+	if (n) {
+		*cons = c + n;
+		srx_cq_release(v, c + n);
+	}
+	return n;
 }
 
 #endif /* SRX_CQE_WC_H */
