@@ -29,11 +29,20 @@ static inline struct srx_cq *to_scq_ex(struct ibv_cq_ex *ex)
 	return VERBS_PRIV_CONTAINER(ex, struct srx_cq, vcq.cq_ex);
 }
 
-static inline void srx_cpu_relax(void)
+/*
+ * One round of waiting for another thread that is about to finish (a
+ * resize publishing its ring, an end_poll): spin briefly, then yield, in
+ * case that thread was preempted on this CPU.
+ */
+static inline void srx_backoff(unsigned int *spins)
 {
+	if (++*spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
+		__builtin_ia32_pause();
 #endif
+	} else {
+		sched_yield();
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -109,10 +118,7 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 	       srx_cq_sealed(&ring->view)) {
 		if (!atomic_load_explicit(&cq->resizing, memory_order_acquire))
 			return false;
-		if (++spins < 64)
-			srx_cpu_relax();
-		else
-			sched_yield();
+		srx_backoff(&spins);
 	}
 	return true;
 }
@@ -296,12 +302,8 @@ static int srx_start_poll_mt(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr
 		return EINVAL;
 
 	while (atomic_exchange_explicit(&cq->poll_owner, 1,
-					memory_order_acquire)) {
-		if (++spins < 64)
-			srx_cpu_relax();
-		else
-			sched_yield();
-	}
+					memory_order_acquire))
+		srx_backoff(&spins);
 
 	if (!srx_ex_take_one(cq)) {
 		srx_ex_release_owner(cq);	/* no end_poll will follow */

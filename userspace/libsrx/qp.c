@@ -155,16 +155,18 @@ int srx_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /*
- * Publish what was posted and, if the kernel has the QP in the error state,
- * ring the doorbell so it completes the new WQEs as flushed. The fence is
- * the poster's half of the doorbell contract (srx-abi.h).
+ * Publish what was posted since @start and return whether the doorbell must
+ * ring: if the kernel has the QP in the error state, it completes the new
+ * WQEs as flushed only when told. The fence is the poster's half of the
+ * doorbell contract (srx-abi.h). Nothing posted, nothing to publish.
  */
-static void srx_wq_publish(struct srx_qp *qp, struct srx_wq *wq,
-			   bool *doorbell)
+static bool srx_wq_publish(struct srx_wq *wq, uint32_t start)
 {
+	if (wq->head == start)
+		return false;
 	srx_publish_prod(wq->prod, wq->head);
 	srx_arm_fence();
-	*doorbell = srx_load_relaxed(wq->state) == SRX_QP_STATE_ERR;
+	return srx_load_relaxed(wq->state) == SRX_QP_STATE_ERR;
 }
 
 static void srx_ring_doorbell(struct srx_qp *qp)
@@ -275,8 +277,8 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 {
 	struct srx_qp *qp = to_sqp(ibqp);
 	struct srx_wq *wq = &qp->sq;
-	uint32_t state = srx_load_relaxed(wq->state);
-	bool doorbell = false;
+	uint32_t state = srx_load_relaxed(wq->state), start;
+	bool doorbell;
 	int ret = 0;
 
 	/* Sends need RTS (or a state that flushes or drains them). */
@@ -286,6 +288,7 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 
 	pthread_spin_lock(&wq->lock);
+	start = wq->head;
 	for (; wr; wr = wr->next) {
 		ret = srx_write_send_wqe(qp, wr);
 		if (ret) {
@@ -293,7 +296,7 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			break;
 		}
 	}
-	srx_wq_publish(qp, wq, &doorbell);
+	doorbell = srx_wq_publish(wq, start);
 	pthread_spin_unlock(&wq->lock);
 
 	if (doorbell)
@@ -306,7 +309,8 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	struct srx_qp *qp = to_sqp(ibqp);
 	struct srx_wq *wq = &qp->rq;
-	bool doorbell = false;
+	uint32_t start;
+	bool doorbell;
 	int ret = 0;
 
 	if (srx_load_relaxed(wq->state) == SRX_QP_STATE_RESET) {
@@ -315,6 +319,7 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 
 	pthread_spin_lock(&wq->lock);
+	start = wq->head;
 	for (; wr; wr = wr->next) {
 		struct srx_recv_wqe *wqe;
 
@@ -335,7 +340,7 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			      wr->num_sge);
 		wq->head++;
 	}
-	srx_wq_publish(qp, wq, &doorbell);
+	doorbell = srx_wq_publish(wq, start);
 	pthread_spin_unlock(&wq->lock);
 
 	if (doorbell)
