@@ -49,21 +49,16 @@ static struct srx_cq_ring *srx_cq_ring_alloc(struct ib_ucontext *uctx,
 	if (!ring)
 		goto err;
 
-	ring->mem = vmalloc_user(size);
-	if (!ring->mem)
+	ring->mem = srx_ring_mem_alloc(uctx, size, &ring->mmap,
+				       &ring->mmap_offset);
+	if (IS_ERR(ring->mem))
 		goto err_free_ring;
 	ring->size = size;
 	ring->entries = entries;
 	ring->ctrl = ring->mem;
 	ring->cqes = ring->mem + sizeof(struct srx_cq_ctrl);
 
-	if (uctx) {
-		ring->mmap = srx_mmap_insert(uctx, ring->mem, size,
-					     &ring->mmap_offset);
-		if (IS_ERR(ring->mmap))
-			goto err_free_mem;
-	} else {
-		ring->mmap = NULL;
+	if (!uctx) {
 		ring->kqp = kvcalloc(entries, sizeof(*ring->kqp), GFP_KERNEL);
 		if (!ring->kqp)
 			goto err_free_mem;
@@ -71,7 +66,7 @@ static struct srx_cq_ring *srx_cq_ring_alloc(struct ib_ucontext *uctx,
 	return ring;
 
 err_free_mem:
-	vfree(ring->mem);
+	srx_ring_mem_free(ring->mem, ring->mmap);
 err_free_ring:
 	kfree(ring);
 err:
@@ -80,12 +75,8 @@ err:
 
 static void srx_cq_ring_free(struct srx_cq_ring *ring)
 {
-	if (ring->mmap) {
-		srx_mmap_remove(ring->mmap);
-	} else {
-		kvfree(ring->kqp);
-		vfree(ring->mem);
-	}
+	kvfree(ring->kqp);	/* NULL for a user CQ */
+	srx_ring_mem_free(ring->mem, ring->mmap);
 	kfree(ring);
 }
 
@@ -429,7 +420,7 @@ static int srx_cq_switch_ring(struct srx_cq *cq, struct srx_cq_ring *new)
 		cons = cq->kcons;
 	}
 	pending = srx_ring_avail(cq->prod, cons, old->entries);
-	if (pending != cq->prod - cons) {
+	if (!srx_ring_index_ok(cq->prod, cons, old->entries)) {
 		/* A consumer index no honest consumer writes: start empty. */
 		srx_count(cq->sdev, SRX_CNT_BAD_USER_INDEX, 1);
 		cons = cq->prod;

@@ -72,7 +72,6 @@ struct srx_device {
 	atomic_t num_qp;
 	atomic_t num_pd;
 	atomic_t num_mr;
-	atomic_t num_ucontext;
 
 	struct xarray qp_xa;		/* qpn -> struct srx_qp, own lock */
 	u32 qp_next;			/* cyclic allocation hint, under qp_xa lock */

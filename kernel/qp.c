@@ -48,31 +48,18 @@ static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
 	wq->size = PAGE_ALIGN(sizeof(struct srx_wq_ctrl) +
 			      (size_t)wq->entries * wq->wqe_size);
 
-	wq->mem = vmalloc_user(wq->size);
-	if (!wq->mem)
-		return -ENOMEM;
+	wq->mem = srx_ring_mem_alloc(uctx, wq->size, &wq->mmap,
+				     &wq->mmap_offset);
+	if (IS_ERR(wq->mem))
+		return PTR_ERR(wq->mem);
 	wq->ctrl = wq->mem;
 	wq->wqes = wq->mem + sizeof(struct srx_wq_ctrl);
-
-	if (uctx) {
-		wq->mmap = srx_mmap_insert(uctx, wq->mem, wq->size,
-					   &wq->mmap_offset);
-		if (IS_ERR(wq->mmap)) {
-			int ret = PTR_ERR(wq->mmap);
-
-			vfree(wq->mem);
-			return ret;
-		}
-	}
 	return 0;
 }
 
 static void srx_wq_free(struct srx_wq *wq)
 {
-	if (wq->mmap)
-		srx_mmap_remove(wq->mmap);
-	else
-		vfree(wq->mem);
+	srx_ring_mem_free(wq->mem, wq->mmap);
 }
 
 static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
@@ -144,7 +131,7 @@ static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send)
 	spin_lock_irqsave(&wq->lock, flags);
 	prod = srx_wq_prod(qp, wq);
 	avail = srx_ring_avail(prod, wq->kcons, wq->entries);
-	if (avail != prod - wq->kcons)
+	if (!srx_ring_index_ok(prod, wq->kcons, wq->entries))
 		srx_count(qp->sdev, SRX_CNT_BAD_USER_INDEX, 1);
 
 	while (avail) {
@@ -190,7 +177,7 @@ static void srx_wq_discard(struct srx_qp *qp, struct srx_wq *wq)
 
 	spin_lock_irqsave(&wq->lock, flags);
 	prod = srx_wq_prod(qp, wq);
-	if (srx_ring_avail(prod, wq->kcons, wq->entries) == prod - wq->kcons)
+	if (srx_ring_index_ok(prod, wq->kcons, wq->entries))
 		wq->kcons = prod;
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
 	spin_unlock_irqrestore(&wq->lock, flags);
@@ -205,7 +192,7 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 {
 	lockdep_assert_held(&qp->state_lock);
 
-	qp->state = state;
+	WRITE_ONCE(qp->state, state);	/* posters read it locklessly */
 	WRITE_ONCE(qp->sq.ctrl->state, state);
 	WRITE_ONCE(qp->rq.ctrl->state, state);
 	smp_mb();

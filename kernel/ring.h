@@ -40,6 +40,12 @@ static inline u32 srx_ring_avail(u32 prod, u32 cons, u32 entries)
 	return fill > entries ? 0 : fill;
 }
 
+/* An honest pair of indices: the consumer at most one ring behind. */
+static inline bool srx_ring_index_ok(u32 prod, u32 cons, u32 entries)
+{
+	return prod - cons <= entries;
+}
+
 /* Ring length for a request of at least @want entries (1 <= want <= 2^31). */
 static inline u32 srx_ring_entries(u32 want)
 {

@@ -22,28 +22,21 @@
 
 int srx_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 {
-	struct srx_device *sdev = to_srx_dev(uctx->device);
 	struct srx_alloc_ucontext_resp resp = {
 		.ring_format = SRX_RING_FORMAT,
 		.cqe_size = sizeof(struct srx_cqe),
 		.max_cqe = SRX_MAX_CQE,
 	};
-	int ret;
 
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
 
-	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (ret)
-		return ret;
-
-	atomic_inc(&sdev->num_ucontext);
-	return 0;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
+/* Nothing of a context outlives it: its objects are destroyed first. */
 void srx_dealloc_ucontext(struct ib_ucontext *uctx)
 {
-	atomic_dec(&to_srx_dev(uctx->device)->num_ucontext);
 }
 
 /*
@@ -89,8 +82,9 @@ void srx_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
  * by the process. On success the entry owns @mem; on failure the caller
  * still does.
  */
-struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx, void *mem,
-				       size_t size, u64 *offset)
+static struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx,
+					      void *mem, size_t size,
+					      u64 *offset)
 {
 	struct srx_mmap_entry *entry;
 	int ret;
@@ -110,8 +104,44 @@ struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx, void *mem,
 	return entry;
 }
 
-/* Drop the object's hold on @entry; its memory goes with the last one. */
-void srx_mmap_remove(struct srx_mmap_entry *entry)
+/*
+ * The memory of one ring (CQ or work queue): @size bytes, a multiple of
+ * PAGE_SIZE, zeroed. For a user object (@uctx set) it is also made mappable
+ * at *@offset, and *@mmap, the entry, owns it from then on; for a kernel
+ * object *@mmap is NULL and the memory is the caller's. Either way
+ * srx_ring_mem_free() is the one way to let go of it.
+ * Return: the memory, or an ERR_PTR.
+ */
+void *srx_ring_mem_alloc(struct ib_ucontext *uctx, size_t size,
+			 struct srx_mmap_entry **mmap, u64 *offset)
 {
-	rdma_user_mmap_entry_remove(&entry->rdma_entry);
+	struct srx_mmap_entry *entry;
+	void *mem;
+
+	*mmap = NULL;
+	mem = vmalloc_user(size);
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	if (!uctx)
+		return mem;
+
+	entry = srx_mmap_insert(uctx, mem, size, offset);
+	if (IS_ERR(entry)) {
+		vfree(mem);
+		return ERR_CAST(entry);
+	}
+	*mmap = entry;
+	return mem;
+}
+
+/*
+ * A user ring: drop the object's hold on the entry, whose memory goes with
+ * the last reference (after the process unmapped it). A kernel ring: free.
+ */
+void srx_ring_mem_free(void *mem, struct srx_mmap_entry *mmap)
+{
+	if (mmap)
+		rdma_user_mmap_entry_remove(&mmap->rdma_entry);
+	else
+		vfree(mem);
 }

@@ -24,8 +24,8 @@ void srx_dealloc_ucontext(struct ib_ucontext *uctx);
 void srx_disassociate_ucontext(struct ib_ucontext *uctx);
 int srx_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srx_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
-struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx, void *mem,
-				       size_t size, u64 *offset);
-void srx_mmap_remove(struct srx_mmap_entry *entry);
+void *srx_ring_mem_alloc(struct ib_ucontext *uctx, size_t size,
+			 struct srx_mmap_entry **mmap, u64 *offset);
+void srx_ring_mem_free(void *mem, struct srx_mmap_entry *mmap);
 
 #endif /* SRX_UCONTEXT_H */
