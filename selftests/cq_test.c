@@ -103,12 +103,6 @@ static void destroy_cq(struct ibv_cq **cq)
 	*cq = NULL;
 }
 
-static void destroy_flusher(struct srx_flusher *f)
-{
-	srx_flusher_destroy(f);
-	f->qp = NULL;
-}
-
 /* A cq_ex with the given create flags (0: none) on channel @ch. */
 static struct ibv_cq_ex *create_cq_ex(struct env *e, int cqe, void *cq_ctx,
 				      struct ibv_comp_channel *ch, int vector,
@@ -331,14 +325,9 @@ static int async_events(struct ibv_context *ctx, enum ibv_event_type type,
 	return n;
 }
 
-/*
- * An srx counter of the device under test. The RDMA core caches counter
- * values for their lifespan (10 ms by default): wait that out first, so the
- * value includes everything done before the call.
- */
+/* An srx counter of the device under test; srx_hw_counter() waits out the cache. */
 static long long counter(const char *name)
 {
-	usleep(30000);
 	return srx_hw_counter(srx_test_dev_name(), name);
 }
 
@@ -371,7 +360,7 @@ FIXTURE_SETUP(cq_size)
 
 FIXTURE_TEARDOWN(cq_size)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -440,7 +429,7 @@ FIXTURE_SETUP(cq_create)
 
 FIXTURE_TEARDOWN(cq_create)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -711,7 +700,6 @@ TEST_F(cq_create, destroy_with_completions_pending)
 	ASSERT_EQ(0, srx_flush_recvs(&self->f, 0, 5));
 	EXPECT_EQ(1, take_in_order(self->cq, 0, 1, WAIT_MS));
 	EXPECT_EQ(0, srx_flusher_destroy(&self->f));
-	self->f.qp = NULL;
 
 	/* An event nobody read does not hold the destroy up either. */
 	EXPECT_TRUE(srx_event_pending(e->ch, WAIT_MS));
@@ -941,7 +929,7 @@ FIXTURE_SETUP(cq_busy)
 
 FIXTURE_TEARDOWN(cq_busy)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	destroy_cq(&self->other);
 	env_close(&self->env);
@@ -995,7 +983,6 @@ TEST_F(cq_busy, destroy_ebusy_and_cq_keeps_working)
 	}
 
 	EXPECT_EQ(0, srx_flusher_destroy(&self->f));
-	self->f.qp = NULL;
 	EXPECT_EQ(0, ibv_destroy_cq(self->cq));
 	self->cq = NULL;
 }
@@ -1026,7 +1013,7 @@ FIXTURE_SETUP(notify)
 
 FIXTURE_TEARDOWN(notify)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -1278,7 +1265,6 @@ TEST_F(notify, destroy_waits_for_ack)
 	ASSERT_EQ(self->cq, ev_cq);
 	EXPECT_EQ(1, take_in_order(self->cq, 0, 1, WAIT_MS));
 	ASSERT_EQ(0, srx_flusher_destroy(&self->f));
-	self->f.qp = NULL;
 
 	ASSERT_EQ(0, pthread_create(&thread, NULL, late_ack_fn, &a));
 	EXPECT_EQ(0, ibv_destroy_cq(self->cq));
@@ -1309,7 +1295,6 @@ TEST_F(notify, batched_ack_lets_destroy_return)
 		EXPECT_EQ(1, take_in_order(self->cq, i, 1, WAIT_MS));
 	}
 	ASSERT_EQ(0, srx_flusher_destroy(&self->f));
-	self->f.qp = NULL;
 	ibv_ack_cq_events(self->cq, 3);
 	EXPECT_EQ(0, ibv_destroy_cq(self->cq));
 	self->cq = NULL;
@@ -1373,7 +1358,7 @@ FIXTURE_SETUP(resize)
 
 FIXTURE_TEARDOWN(resize)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -1527,7 +1512,7 @@ FIXTURE_SETUP(overrun)
 
 FIXTURE_TEARDOWN(overrun)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -1691,7 +1676,6 @@ TEST_F(overrun, destroy_waits_for_cq_err_ack)
 		EXPECT_EQ(0, async_events(e->ctx, IBV_EVENT_CQ_ERR, self->cq,
 					  QUIET_MS, false));
 		EXPECT_EQ(0, srx_flusher_destroy(&self->f));
-		self->f.qp = NULL;
 		EXPECT_EQ(0, ibv_destroy_cq(self->cq));
 		self->cq = NULL;
 		return;
@@ -1703,7 +1687,6 @@ TEST_F(overrun, destroy_waits_for_cq_err_ack)
 	/* Ack whatever else comes (rxe raises one per lost completion). */
 	async_events(e->ctx, IBV_EVENT_CQ_ERR, self->cq, QUIET_MS, false);
 	ASSERT_EQ(0, srx_flusher_destroy(&self->f));
-	self->f.qp = NULL;
 
 	ASSERT_EQ(0, pthread_create(&thread, NULL, late_async_ack_fn, &a));
 	EXPECT_EQ(0, ibv_destroy_cq(self->cq));
@@ -1751,7 +1734,7 @@ FIXTURE_SETUP(cq_ex)
 
 FIXTURE_TEARDOWN(cq_ex)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }
@@ -2012,7 +1995,7 @@ FIXTURE_SETUP(cq_mt)
 
 FIXTURE_TEARDOWN(cq_mt)
 {
-	destroy_flusher(&self->f);
+	srx_flusher_destroy(&self->f);
 	destroy_cq(&self->cq);
 	env_close(&self->env);
 }

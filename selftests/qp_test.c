@@ -138,13 +138,6 @@ static int qp_walk(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 	return 0;
 }
 
-static int qp_move(struct ibv_qp *qp, enum ibv_qp_state to)
-{
-	struct ibv_qp_attr attr = { .qp_state = to };
-
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-}
-
 /* The state the kernel reports, or -1. */
 static int qp_state(struct ibv_qp *qp)
 {
@@ -305,18 +298,18 @@ TEST_F(qp, any_state_to_err_and_reset)
 
 	for (s = IBV_QPS_INIT; s <= IBV_QPS_RTS; s++) {
 		ASSERT_EQ(0, qp_walk(self, qp, s)) TH_LOG("to %d", s);
-		EXPECT_EQ(0, qp_move(qp, IBV_QPS_ERR)) TH_LOG("%d -> ERR", s);
+		EXPECT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR)) TH_LOG("%d -> ERR", s);
 		EXPECT_EQ(IBV_QPS_ERR, qp_state(qp));
-		EXPECT_EQ(0, qp_move(qp, IBV_QPS_RESET)) TH_LOG("ERR -> RESET");
+		EXPECT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET)) TH_LOG("ERR -> RESET");
 		EXPECT_EQ(IBV_QPS_RESET, qp_state(qp));
 
 		ASSERT_EQ(0, qp_walk(self, qp, s));
-		EXPECT_EQ(0, qp_move(qp, IBV_QPS_RESET)) TH_LOG("%d -> RESET", s);
+		EXPECT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET)) TH_LOG("%d -> RESET", s);
 		EXPECT_EQ(IBV_QPS_RESET, qp_state(qp));
 	}
 	/* RESET -> RESET is legal, RESET -> ERR is not (RESET leads to INIT). */
-	EXPECT_EQ(0, qp_move(qp, IBV_QPS_RESET));
-	EXPECT_EQ(EINVAL, qp_move(qp, IBV_QPS_ERR));
+	EXPECT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
+	EXPECT_EQ(EINVAL, srx_qp_move(qp, IBV_QPS_ERR));
 	EXPECT_EQ(IBV_QPS_RESET, qp_state(qp));
 
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
@@ -345,7 +338,7 @@ TEST_F(qp, illegal_transitions)
 	EXPECT_EQ(IBV_QPS_INIT, qp_state(qp));
 
 	/* Backwards. */
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_RESET));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
 	mask = qp_attr(self, type, IBV_QPS_INIT, &attr);
 	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask)) TH_LOG("RTS -> INIT");
@@ -687,7 +680,7 @@ TEST_F(qp, flush_receives)
 		ASSERT_NE(NULL, qp);
 		ASSERT_EQ(0, qp_walk(self, qp, s));
 		ASSERT_EQ(0, post_recvs(self, qp, 100 * s, 5, wrs, sges, &bad));
-		ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+		ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 		want_recvs(want, 100 * s, 5);
 		expect_flushed(_metadata, self->rcq, qp->qp_num, want, 5, what);
 		expect_flushed(_metadata, self->scq, qp->qp_num, NULL, 0,
@@ -717,7 +710,7 @@ TEST_F(qp, flush_sends)
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
 	ASSERT_EQ(0, post_recvs(self, qp, 50, 3, rwrs, sges, &rbad));
 	ASSERT_EQ(0, post_sends(self, qp, 1000, 14, swrs, sges, want, &sbad));
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	expect_flushed(_metadata, self->scq, qp->qp_num, want, 14, "sends");
 	want_recvs(want, 50, 3);
 	expect_flushed(_metadata, self->rcq, qp->qp_num, want, 3, "receives");
@@ -737,7 +730,7 @@ TEST_F(qp, flush_posted_in_err)
 	qp = qp_create(self, variant->type);
 	ASSERT_NE(NULL, qp);
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 
 	ASSERT_EQ(0, post_recvs(self, qp, 70, 4, rwrs, sges, &rbad));
 	want_recvs(want, 70, 4);
@@ -767,7 +760,7 @@ TEST_F(qp, reset_discards)
 	ASSERT_NE(NULL, qp);
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_INIT));
 	ASSERT_EQ(0, post_recvs(self, qp, 10, 3, rwrs, sges, &rbad));
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_RESET));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, &wc, 1, 200));
 
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
@@ -775,12 +768,12 @@ TEST_F(qp, reset_discards)
 		ASSERT_EQ(0, post_sends(self, qp, 20, 3, swrs, sges, NULL,
 					&sbad));
 	}
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_RESET));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
 	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 200));
 
 	/* What RESET dropped does not come back with the next flush. */
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_INIT));
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, &wc, 1, 200));
 	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 100));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
@@ -822,13 +815,13 @@ TEST_F(qp, post_in_wrong_state)
 		}
 		EXPECT_EQ(&swr, sbad);
 		if (s != IBV_QPS_RESET) {
-			ASSERT_EQ(0, qp_move(qp, IBV_QPS_RESET));
+			ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
 		}
 	}
 
 	/* Nothing of it was queued. */
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 200));
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, &wc, 1, 100));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
@@ -874,7 +867,7 @@ static void expect_overflow(struct __test_metadata *_metadata,
 		TH_LOG("%s: holds %u, create said %u", what, held, cap);
 	}
 
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	expect_flushed(_metadata, send ? self->scq : self->rcq, qp->qp_num,
 		       want, held, what);
 	free(swrs);
@@ -944,7 +937,7 @@ TEST_F(qp, post_too_many_sges)
 		EXPECT_EQ(&swr, sbad);
 	}
 
-	ASSERT_EQ(0, qp_move(qp, IBV_QPS_ERR));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, &wc, 1, 200));
 	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 100));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
