@@ -521,39 +521,32 @@ t_addresses() {
 	wait_until 5 no_gid srxv $a6 || { show_gids srxv; return 1; }
 }
 
-# ip link del of the netdev under a process that holds the device open,
-# with a PD, CQ and QP mapped: no hang, and the process is told.
-t_link_delete_open() {
-	local f=$tmp/linkdel.events t0
-	run rdma link add srxw type srx netdev dvB || return 1
-	wait_until 5 link_state_is srxw ACTIVE || return 1
+# Remove DEV by running CMD... while the event helper holds it open with a
+# PD, CQ and QP mapped: the device is gone within 10 s, without a hang or a
+# kernel warning, and the holder was told IBV_EVENT_DEVICE_FATAL.
+removed_under_open_context() {
+	local dev=$1 f=$tmp/$1.removal.events t0
+	shift
 	if [ -x "$events" ]; then
-		events_start srxw "$f" -r -t $((T * 1000)) || return 1
+		events_start "$dev" "$f" -r -t $((T * 1000)) || return 1
 	fi
 	t0=$SECONDS
-	kmark "rdma link delete srxw"
-	run timeout 60 rdma link delete srxw || return 1
-	wait_until 10 no_dev srxw || return 1
-	say "device gone $((SECONDS - t0)) s after rdma link delete"
+	kmark "$*"
+	run "$@" || return 1
+	wait_until 10 no_dev "$dev" || return 1
+	say "device gone $((SECONDS - t0)) s after $*"
 	klog_clean || return 1
 	[ -x "$events" ] || return 0
 	events_wait "$f" || return 1
 	grep -q '^IBV_EVENT_DEVICE_FATAL' "$f"
 }
+t_link_delete_open() {
+	run rdma link add srxw type srx netdev dvB || return 1
+	wait_until 5 link_state_is srxw ACTIVE || return 1
+	removed_under_open_context srxw timeout 60 rdma link delete srxw
+}
 t_netdev_del() {
-	local f=$tmp/del.events t0
-	if [ -x "$events" ]; then
-		events_start srxv "$f" -r -t $((T * 1000)) || return 1
-	fi
-	t0=$SECONDS
-	kmark "ip link del dvA"
-	run ip link del dvA || return 1
-	wait_until 10 no_dev srxv || return 1
-	say "device gone $((SECONDS - t0)) s after ip link del"
-	klog_clean || return 1
-	[ -x "$events" ] || return 0
-	events_wait "$f" || return 1
-	grep -q '^IBV_EVENT_DEVICE_FATAL' "$f"
+	removed_under_open_context srxv ip link del dvA
 }
 
 # ---------------------------------------------------------------------------
