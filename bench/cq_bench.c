@@ -288,10 +288,10 @@ static void bench_create(int requested, uint32_t pairs)
 
 /*
  * Workload 4: arm, make one completion, wait for the event, ack, poll.
- * With -P the thread runs on that CPU only; srx raises the event on the CPU
- * of the CQ's comp_vector (vector 0: the first online CPU), as a hardware
- * CQ's interrupt would, so pinned to it the round trip has no cross-CPU
- * hop, while unpinned it pays one to reach that CPU and one to wake us.
+ * With -P the thread runs on that CPU only (bench/run pins it to CPU 0,
+ * the CPU of comp_vector 0). srx raises a user CQ's event on the CPU that
+ * made the completion, here the one that moved the QP to error, and rxe
+ * does too; a kernel CQ's event would go to comp_vector's CPU.
  */
 static void bench_notify(uint32_t rounds, int cpu)
 {

@@ -14,8 +14,9 @@
  *    at any time; the kernel reads each once per use and trusts neither;
  *  - resize runs in process context under resize_mutex, and switches rings
  *    under cq->lock, so a producer sees either the old ring or the new one;
- *  - completion events run on comp_cpu from a csd, or from an irq_work
- *    when that is the current CPU (srx_cq_kick()).
+ *  - completion events of a kernel CQ run on comp_cpu from a csd, or from
+ *    an irq_work when that is the current CPU; those of a user CQ run from
+ *    the irq_work on the CPU that made the completion (srx_cq_kick()).
  *
  * Why destroy is safe against a concurrent completion: the core refuses to
  * destroy a CQ that a QP still uses (EBUSY before we are called), so no
@@ -111,11 +112,11 @@ static void srx_cq_kick_done(struct srx_cq *cq)
 }
 
 /*
- * Runs on comp_cpu in hard interrupt context, from csd or local_work. Both
- * are free for reuse when this runs, so clearing SRX_CQ_KICK_QUEUED first
- * lets the next fire queue again; the barrier pairs with srx_cq_kick():
- * either that kick sees the bit clear and queues another delivery, or this
- * one sees its events_pending increment.
+ * Runs in hard interrupt context, from csd or local_work (srx_cq_kick()
+ * says on which CPU). Both are free for reuse when this runs, so clearing
+ * SRX_CQ_KICK_QUEUED first lets the next fire queue again; the barrier
+ * pairs with srx_cq_kick(): either that kick sees the bit clear and queues
+ * another delivery, or this one sees its events_pending increment.
  */
 static void srx_cq_deliver(struct srx_cq *cq)
 {
@@ -139,17 +140,28 @@ static void srx_cq_local_work_fn(struct irq_work *work)
 }
 
 /*
- * Hand one completion event to comp_handler on comp_cpu, as the interrupt
- * of a hardware CQ's vector would, and always later, from an interrupt:
- * the caller may hold a work queue's lock (a flush) or state_mutex, which
- * a handler that posts would otherwise meet. smp_call_function_single_async()
- * would run the handler in place on comp_cpu itself (6.1's
- * generic_exec_single()), so that case raises a self-interrupt with
- * irq_work instead, which runs once the caller enables interrupts again
- * (irq_work_queue_on() is not exported). SRX_CQ_KICK_QUEUED lets one
- * caller at a time queue a delivery, as the csd requires; a kick that
- * finds it queued leaves its event to the delivery on its way. Consumes
- * the hold srx_cq_post() took.
+ * Hand one completion event to comp_handler, always later, from an
+ * interrupt: the caller may hold a work queue's lock (a flush) or
+ * state_mutex, which a handler that posts would otherwise meet.
+ *
+ * A kernel CQ's handler runs on comp_cpu, as the interrupt of a hardware
+ * CQ's vector would: its consumer (ib_cq's softirq or work item) processes
+ * the completions on the CPU the handler runs on, and comp_vector is how a
+ * ULP spreads that work. smp_call_function_single_async() would run the
+ * handler in place on comp_cpu itself (6.1's generic_exec_single()), so
+ * that case raises a self-interrupt with irq_work instead, which runs once
+ * the caller enables interrupts again (irq_work_queue_on() is not
+ * exported).
+ *
+ * A user CQ's handler is uverbs' ib_uverbs_comp_handler(): it queues an
+ * event on the completion channel and wakes the reader, wherever that
+ * sleeps. Sending it to comp_cpu first would add an inter-processor
+ * interrupt whenever the producer runs elsewhere and move no work at all,
+ * so it runs on this CPU, from the same self-interrupt.
+ *
+ * SRX_CQ_KICK_QUEUED lets one caller at a time queue a delivery, as the
+ * csd requires; a kick that finds it queued leaves its event to the
+ * delivery on its way. Consumes the hold srx_cq_post() took.
  */
 static void srx_cq_kick(struct srx_cq *cq)
 {
@@ -168,7 +180,7 @@ static void srx_cq_kick(struct srx_cq *cq)
 	 */
 	preempt_disable();
 	cpu = cq->comp_cpu;
-	if (cpu == smp_processor_id() || !cpu_online(cpu) ||
+	if (cq->is_user || cpu == smp_processor_id() || !cpu_online(cpu) ||
 	    smp_call_function_single_async(cpu, &cq->csd)) {
 		/* Not pending: the bit kept every other kick out. */
 		if (!irq_work_queue(&cq->local_work))

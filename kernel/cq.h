@@ -60,10 +60,11 @@ struct srx_cq {
 	struct srx_cq_ring *prepared;
 
 	/*
-	 * Completion events run on comp_cpu, in interrupt context like a
-	 * hardware CQ's (srx_cq_kick()), and never inside the call that
-	 * produced the completion: from csd when comp_cpu is another CPU,
-	 * from local_work (a self-interrupt) when it is this one.
+	 * Completion events run in interrupt context like a hardware CQ's
+	 * (srx_cq_kick()), and never inside the call that produced the
+	 * completion. A kernel CQ's run on comp_cpu: from csd when that is
+	 * another CPU, from local_work (a self-interrupt) when it is this
+	 * one. A user CQ's always run from local_work, on this CPU.
 	 * events_pending counts fires not yet handed to comp_handler;
 	 * kick_flags holds SRX_CQ_KICK_QUEUED while one of the two is queued;
 	 * kicks counts holds on the CQ by posters that raise an event or an
