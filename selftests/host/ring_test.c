@@ -25,6 +25,9 @@
  *    and the no-lost-wake-up property of U3/K3 as a store-buffering race
  *    run many times (either the poll after arming sees the CQE or the
  *    producer sees the arm);
+ *  - the conversion to struct ibv_wc (cqe_wc.h), field by field against
+ *    the plain C assignments, and the poll loops built on it, batch and
+ *    one-completion, concurrent and single-threaded, across the wrap;
  *  - the seal: a sealed consumer word makes srx_cq_take() and
  *    srx_cq_claim_begin() return SRX_CQ_SEALED and take nothing, also when
  *    the seal lands while consumers are taking, and then no CQE is both
@@ -59,6 +62,7 @@ typedef uint64_t u64;
 
 #include "ring.h"		/* kernel/ring.h */
 #include "cq_ring.h"		/* userspace/libsrx/cq_ring.h */
+#include "cqe_wc.h"		/* userspace/libsrx/cqe_wc.h */
 
 #include "kselftest_harness.h"
 
@@ -542,6 +546,115 @@ TEST(retired_ring_placeholder_stays_sealed)
 	EXPECT_EQ((uint64_t)SRX_CQ_CONS_SEALED << 32, stale);
 	EXPECT_EQ(SRX_CQ_SEALED, srx_cq_claim_begin(&v, stale, 5));
 	munmap(base, len);
+}
+
+/* A CQE whose every field differs from its neighbours and from zero. */
+static void distinct_cqe(struct srx_cqe *c, uint32_t i)
+{
+	memset(c, 0, sizeof(*c));
+	c->wr_id = 0x0102030405060708ull ^ ((uint64_t)i << 40);
+	c->byte_len = 0x11121314 + i;
+	c->ex = 0x21222324 + i;
+	c->qp_num = 0x31323334 + i;
+	c->src_qp = 0x41424344 + i;
+	c->status = (uint8_t)(1 + i % IBV_WC_GENERAL_ERR);
+	c->opcode = i % 2 ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	c->flags = (uint8_t)(i & SRX_CQE_WC_FLAGS);
+	c->sl = (uint8_t)(0xa0 + i % 16);
+	c->slid = (uint16_t)(0xb1b2 + i);
+	c->dlid_path_bits = (uint8_t)(0xc0 + i % 64);
+	c->reserved = 0xff;	/* must not leak into the completion */
+}
+
+/* What srx_cqe_to_wc() must produce, one field at a time. */
+static void expect_wc(struct __test_metadata *_metadata,
+		      const struct srx_cqe *c, const struct ibv_wc *wc)
+{
+	EXPECT_EQ(c->wr_id, wc->wr_id);
+	EXPECT_EQ(c->status, (unsigned int)wc->status);
+	EXPECT_EQ(c->opcode, (unsigned int)wc->opcode);
+	EXPECT_EQ(0u, wc->vendor_err);
+	EXPECT_EQ(c->byte_len, wc->byte_len);
+	EXPECT_EQ(c->ex, wc->imm_data);
+	EXPECT_EQ(c->qp_num, wc->qp_num);
+	EXPECT_EQ(c->src_qp, wc->src_qp);
+	EXPECT_EQ((unsigned int)(c->flags & SRX_CQE_WC_FLAGS), wc->wc_flags);
+	EXPECT_EQ(0u, wc->pkey_index);
+	EXPECT_EQ(c->slid, wc->slid);
+	EXPECT_EQ(c->sl, wc->sl);
+	EXPECT_EQ(c->dlid_path_bits, wc->dlid_path_bits);
+}
+
+TEST(cqe_to_wc_every_field)
+{
+	struct srx_cqe c;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	for (i = 0; i < 64; i++) {
+		distinct_cqe(&c, i);
+		memset(&wc, 0xee, sizeof(wc));
+		srx_cqe_to_wc(&c, &wc);
+		expect_wc(_metadata, &c, &wc);
+		/* the padding after dlid_path_bits is written too, as 0 */
+		EXPECT_EQ(0, ((const uint8_t *)&wc)[46]);
+		EXPECT_EQ(0, ((const uint8_t *)&wc)[47]);
+	}
+}
+
+/*
+ * The poll loops of cqe_wc.h on an 8-entry ring whose indices wrap: every
+ * CQE once, in order, converted, whatever mix of batch sizes, with the
+ * consumer index where the kernel expects it.
+ */
+TEST(poll_loops_take_each_cqe_once_across_the_wrap)
+{
+	const uint32_t start = UINT32_MAX - 20;
+	struct ring r;
+	int mode;
+
+	ASSERT_EQ(0, ring_init(&r, 8, start));
+	for (mode = 0; mode < 4; mode++) {
+		uint32_t next = start, prod = start, st_cons = start, k;
+		struct srx_cq_view *v = &r.view;
+		struct ibv_wc wc[8];
+		int n, round;
+
+		r.ctrl->cons = start;
+		r.ctrl->prod = start;
+		for (round = 0; round < 40; round++) {
+			/* the producer fills what room there is, up to 5 */
+			for (k = 0; k < 5 && prod - (uint32_t)r.ctrl->cons < 8;
+			     k++, prod++)
+				distinct_cqe(&r.cqes[prod & 7], prod - start);
+			__atomic_store_n(&r.ctrl->prod, prod, __ATOMIC_RELEASE);
+
+			memset(wc, 0, sizeof(wc));
+			switch (mode) {
+			case 0:	n = srx_cq_poll_one_wc(v, wc); break;
+			case 1:	n = srx_cq_poll_one_wc_st(v, &st_cons, wc); break;
+			case 2:	n = srx_cq_poll_wc(v, 1 + round % 4, wc); break;
+			default: n = srx_cq_poll_wc_st(v, &st_cons, 1 + round % 4, wc); break;
+			}
+			ASSERT_LE(0, n) TH_LOG("mode %d round %d", mode, round);
+			for (k = 0; k < (uint32_t)n; k++, next++) {
+				struct srx_cqe want;
+
+				distinct_cqe(&want, next - start);
+				expect_wc(_metadata, &want, &wc[k]);
+			}
+			EXPECT_EQ(next, (uint32_t)r.ctrl->cons) TH_LOG("mode %d", mode);
+			EXPECT_EQ(0u, (uint32_t)(r.ctrl->cons >> 32));
+		}
+		/* drain: nothing is left behind, nothing more is made up */
+		while ((n = mode % 2 ? srx_cq_poll_wc_st(v, &st_cons, 8, wc) :
+				       srx_cq_poll_wc(v, 8, wc)) > 0)
+			next += n;
+		EXPECT_EQ(prod, next) TH_LOG("mode %d", mode);
+		/* 21 completions reach the wrap */
+		EXPECT_LT(21u, next - start) TH_LOG("mode %d", mode);
+	}
+	ring_fini(&r);
 }
 
 TEST(arm_next_skips_fired_and_wraps_in_31_bits)

@@ -137,6 +137,8 @@ static __attribute__((noinline)) int srx_poll_cq_st(struct srx_cq *cq, int ne,
 	struct srx_cq_ring *ring =
 		atomic_load_explicit(&cq->ring, memory_order_relaxed);
 
+	if (ne == 1)
+		return srx_cq_poll_one_wc_st(&ring->view, &cq->cons, wc);
 	return srx_cq_poll_wc_st(&ring->view, &cq->cons, ne, wc);
 }
 
@@ -147,7 +149,8 @@ static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
 	for (;;) {
 		struct srx_cq_ring *ring =
 			atomic_load_explicit(&cq->ring, memory_order_acquire);
-		int n = srx_cq_poll_wc(&ring->view, ne, wc);
+		int n = ne == 1 ? srx_cq_poll_one_wc(&ring->view, wc) :
+				  srx_cq_poll_wc(&ring->view, ne, wc);
 
 		if (n != SRX_CQ_SEALED)
 			return n;
@@ -156,10 +159,31 @@ static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
 	}
 }
 
+/*
+ * One completion at a time is what a latency-bound poller asks for, and
+ * what costs the most per completion: those paths are inline here, so
+ * that they need no further call and save no register on the stack (under
+ * emulation every saved register is a memory access).
+ */
 int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
 	struct srx_cq *cq = to_scq(ibcq);
 
+	if (ne == 1) {
+		struct srx_cq_ring *ring;
+		int n;
+
+		if (cq->single_threaded) {
+			ring = atomic_load_explicit(&cq->ring,
+						    memory_order_relaxed);
+			return srx_cq_poll_one_wc_st(&ring->view, &cq->cons,
+						     wc);
+		}
+		ring = atomic_load_explicit(&cq->ring, memory_order_acquire);
+		n = srx_cq_poll_one_wc(&ring->view, wc);
+		if (n != SRX_CQ_SEALED)
+			return n;
+	}
 	if (ne <= 0)
 		return 0;
 	if (cq->single_threaded)

@@ -23,57 +23,71 @@ static inline unsigned int srx_cqe_wc_flags(const struct srx_cqe *cqe)
 }
 
 /*
- * The hot conversion. struct srx_cqe keeps byte_len+ex and qp_num+src_qp
- * adjacent as struct ibv_wc does, and its last eight bytes hold every small
- * field, so a completion is four 8-byte loads and a few stores; the shifts
- * below place status, opcode, wc_flags and slid/sl/dlid_path_bits where
- * ibv_wc has them (little-endian; x86-64 and arm64 are).
+ * The hot conversion: four 8-byte loads, six 8-byte stores, and shifts to
+ * move each field to where struct ibv_wc has it (little-endian; x86-64 and
+ * arm64 are). Under emulation a memory access costs several times a shift,
+ * so the stores are whole words: ibv_wc's 48 bytes as six, each assembled
+ * from the CQE's words:
+ *
+ *	ibv_wc	 0 wr_id                      srx_cqe  0 wr_id
+ *		 8 status, opcode                       8 byte_len, ex
+ *		16 vendor_err (0), byte_len            16 qp_num, src_qp
+ *		24 imm_data, qp_num                    24 status, opcode, flags,
+ *		32 src_qp, wc_flags                       sl, slid, dlid_path_bits
+ *		40 pkey_index (0), slid, sl,
+ *		   dlid_path_bits, padding (0)
  */
+typedef uint64_t __attribute__((may_alias)) srx_u64_alias;
+
 static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
 {
-	uint32_t lo, hi, pkey_slid, sl_dlid;
-	uint64_t tail;
+	uint64_t len_ex, qpn_src, tail;
+	srx_u64_alias *w;
 
 	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 		       "srx_cqe_to_wc packs fields for little-endian CPUs");
-	_Static_assert(offsetof(struct srx_cqe, status) == 24 &&
+	_Static_assert(offsetof(struct srx_cqe, byte_len) == 8 &&
+		       offsetof(struct srx_cqe, ex) == 12 &&
+		       offsetof(struct srx_cqe, qp_num) == 16 &&
+		       offsetof(struct srx_cqe, src_qp) == 20 &&
+		       offsetof(struct srx_cqe, status) == 24 &&
 		       offsetof(struct srx_cqe, opcode) == 25 &&
 		       offsetof(struct srx_cqe, flags) == 26 &&
 		       offsetof(struct srx_cqe, sl) == 27 &&
 		       offsetof(struct srx_cqe, slid) == 28 &&
 		       offsetof(struct srx_cqe, dlid_path_bits) == 30,
-		       "srx_cqe tail layout");
-	_Static_assert(offsetof(struct ibv_wc, opcode) ==
-		       offsetof(struct ibv_wc, status) + 4 &&
-		       offsetof(struct ibv_wc, imm_data) ==
-		       offsetof(struct ibv_wc, byte_len) + 4 &&
-		       offsetof(struct ibv_wc, src_qp) ==
-		       offsetof(struct ibv_wc, qp_num) + 4 &&
+		       "srx_cqe layout");
+	_Static_assert(offsetof(struct ibv_wc, status) == 8 &&
+		       offsetof(struct ibv_wc, opcode) == 12 &&
+		       offsetof(struct ibv_wc, vendor_err) == 16 &&
+		       offsetof(struct ibv_wc, byte_len) == 20 &&
+		       offsetof(struct ibv_wc, imm_data) == 24 &&
+		       offsetof(struct ibv_wc, qp_num) == 28 &&
+		       offsetof(struct ibv_wc, src_qp) == 32 &&
+		       offsetof(struct ibv_wc, wc_flags) == 36 &&
 		       offsetof(struct ibv_wc, pkey_index) == 40 &&
 		       offsetof(struct ibv_wc, slid) == 42 &&
 		       offsetof(struct ibv_wc, sl) == 44 &&
 		       offsetof(struct ibv_wc, dlid_path_bits) == 45 &&
 		       sizeof(struct ibv_wc) == 48, "ibv_wc layout");
+	_Static_assert(sizeof(enum ibv_wc_status) == 4 &&
+		       sizeof(enum ibv_wc_opcode) == 4, "ibv_wc enums");
 	_Static_assert(IBV_WC_GRH == SRX_CQE_GRH &&
 		       IBV_WC_WITH_IMM == SRX_CQE_WITH_IMM &&
 		       IBV_WC_IP_CSUM_OK == SRX_CQE_IP_CSUM_OK &&
 		       IBV_WC_WITH_INV == SRX_CQE_WITH_INV, "wc_flags bits");
 
+	w = (srx_u64_alias *)wc;
+	w[0] = cqe->wr_id;
+	memcpy(&len_ex, &cqe->byte_len, 8);
+	memcpy(&qpn_src, &cqe->qp_num, 8);
+	w[2] = len_ex << 32;
+	w[3] = len_ex >> 32 | qpn_src << 32;
 	memcpy(&tail, &cqe->status, 8);
-	lo = (uint32_t)tail;		/* status, opcode, flags, sl */
-	hi = (uint32_t)(tail >> 32);	/* slid, dlid_path_bits, reserved */
-	pkey_slid = hi << 16;		/* pkey_index 0 */
-	sl_dlid = (lo >> 24) | (hi >> 8 & 0xff00);	/* pad 0 */
-
-	wc->wr_id = cqe->wr_id;
-	wc->status = lo & 0xff;
-	wc->opcode = lo >> 8 & 0xff;
-	wc->vendor_err = 0;
-	memcpy(&wc->byte_len, &cqe->byte_len, 8);	/* byte_len, imm_data */
-	memcpy(&wc->qp_num, &cqe->qp_num, 8);		/* qp_num, src_qp */
-	wc->wc_flags = lo >> 16 & SRX_CQE_WC_FLAGS;
-	memcpy(&wc->pkey_index, &pkey_slid, 4);		/* pkey_index, slid */
-	memcpy(&wc->sl, &sl_dlid, 4);		/* sl, dlid_path_bits, pad */
+	w[4] = qpn_src >> 32 | (tail >> 16 & SRX_CQE_WC_FLAGS) << 32;
+	w[1] = (tail & 0xff) | (tail >> 8 & 0xff) << 32;
+	w[5] = (tail >> 32 & 0xffff) << 16 | (tail >> 24 & 0xff) << 32 |
+	       (tail >> 48 & 0xff) << 40;
 }
 
 /*
@@ -112,6 +126,33 @@ static inline int srx_cq_poll_wc(const struct srx_cq_view *v, int ne,
 }
 
 /*
+ * srx_cq_poll_wc() for @ne == 1, the call of a poller that wants each
+ * completion as soon as it exists. The batch loop needs more registers
+ * than the caller-saved ones, and under emulation every register saved on
+ * the stack is a memory access; this needs none.
+ */
+static inline int srx_cq_poll_one_wc(const struct srx_cq_view *v,
+				     struct ibv_wc *wc)
+{
+	uint64_t *cons = v->cons;	/* wc's stores may alias *v */
+	uint64_t word = srx_load_cons(cons);
+
+	for (;;) {
+		uint32_t idx = SRX_CONS_INDEX(word);
+
+		if (SRX_CONS_SEAL(word))
+			return SRX_CQ_SEALED;
+		/* ready() is 1..entries, as srx_cq_ready() checks it */
+		if (srx_load_prod(v->prod) - idx - 1 >= v->entries)
+			return 0;
+		srx_cqe_to_wc(&v->cqes[idx & (v->entries - 1)], wc);
+		/* not sealed: the new word's high half is 0 */
+		if (srx_claim_cons(cons, &word, (uint32_t)(idx + 1)))
+			return 1;
+	}
+}
+
+/*
  * One thread, whose consumer index is *@cons: CQEs read in place, one
  * release store, no read-modify-write.
  */
@@ -128,6 +169,21 @@ static inline int srx_cq_poll_wc_st(const struct srx_cq_view *v,
 		srx_cq_release(v, c + n);
 	}
 	return n;
+}
+
+/* srx_cq_poll_wc_st() for @ne == 1, as srx_cq_poll_one_wc() is. */
+static inline int srx_cq_poll_one_wc_st(const struct srx_cq_view *v,
+					uint32_t *cons, struct ibv_wc *wc)
+{
+	uint64_t *word = v->cons;	/* wc's stores may alias *v */
+	uint32_t c = *cons;
+
+	if (srx_load_prod(v->prod) - c - 1 >= v->entries)
+		return 0;
+	srx_cqe_to_wc(&v->cqes[c & (v->entries - 1)], wc);
+	*cons = c + 1;
+	srx_publish_cons(word, c + 1);
+	return 1;
 }
 
 #endif /* SRX_CQE_WC_H */
