@@ -8,10 +8,13 @@
  * include/uapi/rdma/srx-abi.h.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cqe_wc.h"
 #include "srx.h"
@@ -124,6 +127,127 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 }
 
 /* ------------------------------------------------------------------ */
+/* Biased polling                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Taking CQEs from a thread-safe CQ costs one atomic read-modify-write per
+ * ibv_poll_cq() (the compare-and-swap of srx_cq_poll_wc()), paid in case
+ * another thread polls at the same moment. Most CQs are only ever polled
+ * by one thread. So the first thread to poll a CQ becomes its owner and
+ * polls it as a SINGLE_THREADED CQ is polled: plain loads and one release
+ * store of the consumer word. The first time any other thread consumes
+ * from the CQ (ibv_poll_cq(), a cq_ex start_poll, a resize), it revokes
+ * the bias, once and for the CQ's lifetime, and from then on every poll
+ * compare-and-swaps.
+ *
+ * Revoking is Dekker's handshake with the owner's half made free. The
+ * owner stores owner_busy, then, with only a compiler barrier between,
+ * loads bias_revoked. The revoker stores bias_revoked, then calls
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full memory
+ * barrier on every CPU that is running a thread of this process
+ * (membarrier(2)): after it, either the owner's next poll sees
+ * bias_revoked, or the revoker sees owner_busy and waits until it clears,
+ * when the owner's last store of the consumer word is visible. One system
+ * call per CQ, in the thread that revokes; the owner never pays one.
+ *
+ * If membarrier() fails although the context registered for it (a seccomp
+ * filter installed since), the revoker waits instead until the owner
+ * acknowledges the revocation in its next ibv_poll_cq(). The owner is
+ * identified by its thread pointer, unique among live threads; a new
+ * thread that inherits an exited owner's pointer inherits the bias, which
+ * is safe, as the two never run at once. A child process of fork() shares
+ * the rings but not this state; as with other providers, it must not poll
+ * its parent's CQs (mlx5 does not even map them into the child).
+ */
+static void srx_cq_revoke_bias(struct srx_cq *cq)
+{
+	unsigned int spins = 0;
+
+	atomic_store_explicit(&cq->bias_revoked, true, memory_order_seq_cst);
+	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+		while (atomic_load_explicit(&cq->owner_busy,
+					    memory_order_acquire))
+			srx_backoff(&spins);
+	} else {
+		/*
+		 * A thread that becomes the owner after this load found none
+		 * made its exchange after the store of bias_revoked above
+		 * (both sequentially consistent), and its loads after the
+		 * exchange (a locked instruction on x86-64, CASAL or an
+		 * acquire loop on arm64) see that store.
+		 */
+		while (atomic_load_explicit(&cq->bias_owner,
+					    memory_order_seq_cst) &&
+		       !atomic_load_explicit(&cq->owner_acked,
+					     memory_order_acquire))
+			srx_backoff(&spins);
+	}
+	atomic_store_explicit(&cq->bias_off, true, memory_order_release);
+}
+
+/*
+ * @self is about to consume from @cq and is not its owner: become the owner
+ * if there is none yet (return true), or revoke the bias (return false).
+ */
+static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
+							   void *self)
+{
+	void *none = NULL;
+
+	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed) &&
+	    atomic_compare_exchange_strong_explicit(&cq->bias_owner, &none,
+						    self, memory_order_seq_cst,
+						    memory_order_relaxed))
+		return true;
+	srx_cq_revoke_bias(cq);
+	return false;
+}
+
+/* Before a consumer other than ibv_poll_cq() touches the consumer word. */
+static void srx_cq_exclude_owner(struct srx_cq *cq)
+{
+	if (!atomic_load_explicit(&cq->bias_off, memory_order_acquire) &&
+	    atomic_load_explicit(&cq->bias_owner, memory_order_relaxed) !=
+	    __builtin_thread_pointer())
+		srx_cq_revoke_bias(cq);
+}
+
+/*
+ * The owner's poll. Nobody else writes the consumer word while the bias
+ * holds, and the kernel seals it only in a resize, which another thread
+ * does only after revoking, so the word is the owner's own index. A seal
+ * found all the same was written by the process itself: the owner then
+ * leaves the ring to the shared path as well. Returns -1 if the bias was
+ * revoked or the word sealed.
+ */
+static inline int srx_cq_poll_owned(struct srx_cq *cq, int ne,
+				    struct ibv_wc *wc)
+{
+	struct srx_cq_ring *ring;
+	uint64_t word;
+	uint32_t cons;
+	int n = -1;
+
+	atomic_store_explicit(&cq->owner_busy, true, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);	/* membarrier does the rest */
+	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed)) {
+		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+		word = *ring->view.cons;
+		cons = SRX_CONS_INDEX(word);
+		if (!SRX_CONS_SEAL(word))
+			n = ne == 1 ?
+			    srx_cq_poll_one_wc_st(&ring->view, &cons, wc) :
+			    srx_cq_poll_wc_st(&ring->view, &cons, ne, wc);
+	} else {
+		atomic_store_explicit(&cq->owner_acked, true,
+				      memory_order_release);
+	}
+	atomic_store_explicit(&cq->owner_busy, false, memory_order_release);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
 /* ibv_poll_cq() and ibv_req_notify_cq()                              */
 /* ------------------------------------------------------------------ */
 
@@ -159,10 +283,34 @@ static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
 	}
 }
 
+/* Everything but the two one-completion paths of srx_poll_cq(). */
+static __attribute__((noinline)) int srx_poll_cq_any(struct srx_cq *cq, int ne,
+						     struct ibv_wc *wc)
+{
+	void *self = __builtin_thread_pointer();
+
+	if (ne <= 0)
+		return 0;
+	if (cq->single_threaded)
+		return srx_poll_cq_st(cq, ne, wc);
+	for (;;) {
+		if (atomic_load_explicit(&cq->bias_owner,
+					 memory_order_relaxed) == self) {
+			int n = srx_cq_poll_owned(cq, ne, wc);
+
+			if (n >= 0)
+				return n;
+		}
+		if (atomic_load_explicit(&cq->bias_off, memory_order_acquire) ||
+		    !srx_cq_own_or_revoke(cq, self))
+			return srx_poll_cq_mt(cq, ne, wc);
+	}
+}
+
 /*
  * One completion at a time is what a latency-bound poller asks for, and
- * what costs the most per completion: those paths are inline here, so
- * that they need no further call and save no register on the stack (under
+ * what costs the most per completion: those two paths are inline here, so
+ * that they need no call and save no register on the stack (under
  * emulation every saved register is a memory access).
  */
 int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
@@ -170,25 +318,31 @@ int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	struct srx_cq *cq = to_scq(ibcq);
 
 	if (ne == 1) {
-		struct srx_cq_ring *ring;
-		int n;
-
 		if (cq->single_threaded) {
-			ring = atomic_load_explicit(&cq->ring,
-						    memory_order_relaxed);
+			struct srx_cq_ring *ring = atomic_load_explicit(
+				&cq->ring, memory_order_relaxed);
+
 			return srx_cq_poll_one_wc_st(&ring->view, &cq->cons,
 						     wc);
 		}
-		ring = atomic_load_explicit(&cq->ring, memory_order_acquire);
-		n = srx_cq_poll_one_wc(&ring->view, wc);
-		if (n != SRX_CQ_SEALED)
-			return n;
+		if (atomic_load_explicit(&cq->bias_owner,
+					 memory_order_relaxed) ==
+		    __builtin_thread_pointer()) {
+			int n = srx_cq_poll_owned(cq, 1, wc);
+
+			if (n >= 0)
+				return n;
+		} else if (atomic_load_explicit(&cq->bias_off,
+						memory_order_acquire)) {
+			struct srx_cq_ring *ring = atomic_load_explicit(
+				&cq->ring, memory_order_acquire);
+			int n = srx_cq_poll_one_wc(&ring->view, wc);
+
+			if (n != SRX_CQ_SEALED)
+				return n;
+		}
 	}
-	if (ne <= 0)
-		return 0;
-	if (cq->single_threaded)
-		return srx_poll_cq_st(cq, ne, wc);
-	return srx_poll_cq_mt(cq, ne, wc);
+	return srx_poll_cq_any(cq, ne, wc);
 }
 
 int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
@@ -325,6 +479,7 @@ static int srx_start_poll_mt(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr
 	if (attr->comp_mask)
 		return EINVAL;
 
+	srx_cq_exclude_owner(cq);
 	while (atomic_exchange_explicit(&cq->poll_owner, 1,
 					memory_order_acquire))
 		srx_backoff(&spins);
@@ -469,6 +624,10 @@ static int srx_cq_attach_ring(struct srx_cq *cq, struct ibv_context *ctx,
 	}
 	atomic_init(&cq->ring, ring);
 	cq->cons = SRX_CONS_INDEX(srx_load_cons(ring->view.cons));
+	if (!to_sctx(ctx)->membarrier_ok) {	/* no bias without it */
+		atomic_init(&cq->bias_revoked, true);
+		atomic_init(&cq->bias_off, true);
+	}
 	return 0;
 }
 
@@ -598,6 +757,8 @@ int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
 	int ret;
 
 	pthread_mutex_lock(&cq->resize_mutex);
+	if (!cq->single_threaded)
+		srx_cq_exclude_owner(cq);	/* the kernel seals the word */
 	atomic_store_explicit(&cq->resizing, true, memory_order_release);
 
 	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_PREPARE, &layout);

@@ -9,8 +9,11 @@
  * ioctl interface on the kernels srx supports.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "srx.h"
 
@@ -150,6 +153,16 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 		goto err_uninit;
 	}
 	ctx->max_cqe = resp.drv.max_cqe;
+
+	/*
+	 * Revoking a CQ's bias needs MEMBARRIER_CMD_PRIVATE_EXPEDITED, which
+	 * works only after this process registered for it. Registering is
+	 * idempotent and lasts until exec(); a fork()ed child inherits it.
+	 * Where it is refused, thread-safe CQs are simply never biased.
+	 */
+	ctx->membarrier_ok = !syscall(__NR_membarrier,
+				      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+				      0, 0);
 
 	verbs_set_ops(&ctx->ibv_ctx, &srx_ctx_ops);
 	return &ctx->ibv_ctx;

@@ -18,6 +18,8 @@ struct srx_device {
 struct srx_context {
 	struct verbs_context ibv_ctx;
 	uint32_t max_cqe;
+	/* membarrier(2) registered: thread-safe CQs may be biased (cq.c) */
+	bool membarrier_ok;
 };
 
 static inline struct srx_context *to_sctx(struct ibv_context *ibctx)
@@ -35,8 +37,8 @@ struct srx_cq_ring {
 
 /*
  * A CQ. Pollers never lock it: they read ring (an atomic pointer), consume
- * with srx_cq_take() (or, single-threaded, with the private cons), and arm
- * by writing the ring's arm word.
+ * with srx_cq_take() (or, single-threaded or biased, with plain loads and
+ * one release store), and arm by writing the ring's arm word.
  *
  * A resize replaces ring while other threads may still be inside a poll on
  * the old one. The kernel seals the old ring first, so nothing more is
@@ -56,6 +58,20 @@ struct srx_cq {
 
 	/* Last arm sequence handed out (fetch-add when multi-threaded). */
 	_Atomic uint32_t arm_seq;
+
+	/*
+	 * Biased polling of a thread-safe CQ (cq.c, "Biased polling").
+	 * bias_owner: the thread pointer of the thread that owns the CQ, set
+	 * once by the first poller, or NULL. owner_busy, owner_acked: written
+	 * by the owner only, around and after its polls. bias_revoked: set by
+	 * the first other consumer; bias_off: set once no biased poll can be
+	 * running any more. Never cleared: a revoked CQ stays revoked.
+	 */
+	_Atomic(void *) bias_owner;
+	_Atomic bool owner_busy;
+	_Atomic bool owner_acked;
+	_Atomic bool bias_revoked;
+	_Atomic bool bias_off;
 
 	/*
 	 * cq_ex polling. ibv_cq_ex returns each completion in fields of the
