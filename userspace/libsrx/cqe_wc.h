@@ -33,9 +33,12 @@ static inline unsigned int srx_cqe_wc_flags(const struct srx_cqe *cqe)
  *		 8 status, opcode                       8 byte_len, ex
  *		16 vendor_err (0), byte_len            16 qp_num, src_qp
  *		24 imm_data, qp_num                    24 status, opcode, flags,
- *		32 src_qp, wc_flags                       sl, slid, dlid_path_bits
- *		40 pkey_index (0), slid, sl,
+ *		32 src_qp, wc_flags                       reserved, slid, sl,
+ *		40 pkey_index (0), slid, sl,              dlid_path_bits
  *		   dlid_path_bits, padding (0)
+ *
+ * The CQE's last four bytes are ibv_wc's slid, sl and dlid_path_bits as
+ * they stand in its last word: that word is one shift of them.
  */
 typedef uint64_t __attribute__((may_alias)) srx_u64_alias;
 
@@ -53,9 +56,9 @@ static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
 		       offsetof(struct srx_cqe, status) == 24 &&
 		       offsetof(struct srx_cqe, opcode) == 25 &&
 		       offsetof(struct srx_cqe, flags) == 26 &&
-		       offsetof(struct srx_cqe, sl) == 27 &&
 		       offsetof(struct srx_cqe, slid) == 28 &&
-		       offsetof(struct srx_cqe, dlid_path_bits) == 30,
+		       offsetof(struct srx_cqe, sl) == 30 &&
+		       offsetof(struct srx_cqe, dlid_path_bits) == 31,
 		       "srx_cqe layout");
 	_Static_assert(offsetof(struct ibv_wc, status) == 8 &&
 		       offsetof(struct ibv_wc, opcode) == 12 &&
@@ -86,8 +89,7 @@ static inline void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ibv_wc *wc)
 	memcpy(&tail, &cqe->status, 8);
 	w[4] = qpn_src >> 32 | (tail >> 16 & SRX_CQE_WC_FLAGS) << 32;
 	w[1] = (tail & 0xff) | (tail >> 8 & 0xff) << 32;
-	w[5] = (tail >> 32 & 0xffff) << 16 | (tail >> 24 & 0xff) << 32 |
-	       (tail >> 48 & 0xff) << 40;
+	w[5] = tail >> 32 << 16;
 }
 
 /*

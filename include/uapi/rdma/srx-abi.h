@@ -71,7 +71,7 @@
 #define SRX_DRIVER_ID 0x5358
 
 /* Version of the ring and entry formats below. */
-#define SRX_RING_FORMAT 1
+#define SRX_RING_FORMAT 2
 
 /* Cache-line size every shared layout is padded to. */
 #define SRX_CACHELINE 64
@@ -132,8 +132,10 @@ struct srx_cq_ctrl {
 /*
  * One completion, written by the kernel: 32 bytes, two per cache line, and
  * everything struct ibv_wc carries for a RoCE device. Laid out so that a
- * provider builds a struct ibv_wc with four 8-byte loads and a few stores:
- * byte_len+ex and qp_num+src_qp are adjacent here as they are in ibv_wc.
+ * provider builds a struct ibv_wc with four 8-byte loads, six 8-byte stores
+ * and few shifts: byte_len+ex and qp_num+src_qp are adjacent here as they
+ * are in ibv_wc, and slid, sl, dlid_path_bits are in ibv_wc's order (format
+ * 2; format 1 had sl before slid).
  * Documentation/performance.md has the measurements that chose it over the
  * 48-byte struct ib_uverbs_wc, and where that choice costs.
  */
@@ -146,10 +148,10 @@ struct srx_cqe {
 	__u8 status;		/* enum ib_wc_status (same values as ibv_wc_status) */
 	__u8 opcode;		/* enum ib_uverbs_wc_opcode (== enum ibv_wc_opcode) */
 	__u8 flags;		/* SRX_CQE_* */
-	__u8 sl;
-	__u16 slid;
-	__u8 dlid_path_bits;
 	__u8 reserved;
+	__u16 slid;		/* slid, sl, dlid_path_bits: as in ibv_wc */
+	__u8 sl;
+	__u8 dlid_path_bits;
 };
 
 /* Where the pieces of a CQ ring are; returned by create and resize. */
