@@ -224,7 +224,6 @@ static void srx_cq_exclude_owner(struct srx_cq *cq)
 static inline int srx_cq_poll_owned(struct srx_cq *cq, int ne,
 				    struct ibv_wc *wc)
 {
-	struct srx_cq_ring *ring;
 	uint64_t word;
 	uint32_t cons;
 	int n = -1;
@@ -232,13 +231,12 @@ static inline int srx_cq_poll_owned(struct srx_cq *cq, int ne,
 	atomic_store_explicit(&cq->owner_busy, true, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);	/* membarrier does the rest */
 	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed)) {
-		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
-		word = *ring->view.cons;
+		word = *cq->own_view.cons;
 		cons = SRX_CONS_INDEX(word);
 		if (!SRX_CONS_SEAL(word))
 			n = ne == 1 ?
-			    srx_cq_poll_one_wc_st(&ring->view, &cons, wc) :
-			    srx_cq_poll_wc_st(&ring->view, &cons, ne, wc);
+			    srx_cq_poll_one_wc_st(&cq->own_view, &cons, wc) :
+			    srx_cq_poll_wc_st(&cq->own_view, &cons, ne, wc);
 	} else {
 		atomic_store_explicit(&cq->owner_acked, true,
 				      memory_order_release);
@@ -258,12 +256,9 @@ static inline int srx_cq_poll_owned(struct srx_cq *cq, int ne,
 static __attribute__((noinline)) int srx_poll_cq_st(struct srx_cq *cq, int ne,
 						    struct ibv_wc *wc)
 {
-	struct srx_cq_ring *ring =
-		atomic_load_explicit(&cq->ring, memory_order_relaxed);
-
 	if (ne == 1)
-		return srx_cq_poll_one_wc_st(&ring->view, &cq->cons, wc);
-	return srx_cq_poll_wc_st(&ring->view, &cq->cons, ne, wc);
+		return srx_cq_poll_one_wc_st(&cq->own_view, &cq->cons, wc);
+	return srx_cq_poll_wc_st(&cq->own_view, &cq->cons, ne, wc);
 }
 
 /* A ring sealed under us by a resize: wait for the new one, poll it. */
@@ -318,13 +313,7 @@ int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	struct srx_cq *cq = to_scq(ibcq);
 
 	if (ne == 1) {
-		if (cq->single_threaded) {
-			struct srx_cq_ring *ring = atomic_load_explicit(
-				&cq->ring, memory_order_relaxed);
-
-			return srx_cq_poll_one_wc_st(&ring->view, &cq->cons,
-						     wc);
-		}
+		/* a SINGLE_THREADED CQ has no owner */
 		if (atomic_load_explicit(&cq->bias_owner,
 					 memory_order_relaxed) ==
 		    __builtin_thread_pointer()) {
@@ -332,6 +321,9 @@ int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 			if (n >= 0)
 				return n;
+		} else if (cq->single_threaded) {
+			return srx_cq_poll_one_wc_st(&cq->own_view, &cq->cons,
+						     wc);
 		} else if (atomic_load_explicit(&cq->bias_off,
 						memory_order_acquire)) {
 			struct srx_cq_ring *ring = atomic_load_explicit(
@@ -623,6 +615,7 @@ static int srx_cq_attach_ring(struct srx_cq *cq, struct ibv_context *ctx,
 		return ret;
 	}
 	atomic_init(&cq->ring, ring);
+	cq->own_view = ring->view;
 	cq->cons = SRX_CONS_INDEX(srx_load_cons(ring->view.cons));
 	if (!to_sctx(ctx)->membarrier_ok) {	/* no bias without it */
 		atomic_init(&cq->bias_revoked, true);
@@ -778,6 +771,7 @@ int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
 	}
 
 	old = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+	cq->own_view = new->view;	/* see struct srx_cq */
 	atomic_store_explicit(&cq->ring, new, memory_order_release);
 	srx_cq_retire_ring(cq, old);
 out:

@@ -56,6 +56,16 @@ struct srx_cq {
 	/* Single-threaded consumers only: the consumer index. */
 	uint32_t cons;
 
+	/*
+	 * A copy of the current ring's view, for the polls that only one
+	 * thread can be making (SINGLE_THREADED, the bias owner): one load
+	 * fewer than through ring. Written at creation and by resize, which
+	 * a SINGLE_THREADED CQ's one thread or the owner runs itself, or
+	 * which another thread runs only after revoking the bias, when no
+	 * poll reads this any more.
+	 */
+	struct srx_cq_view own_view;
+
 	/* Last arm sequence handed out (fetch-add when multi-threaded). */
 	_Atomic uint32_t arm_seq;
 
