@@ -3,8 +3,9 @@
  * cq_bench: completion-queue workloads through the public verbs API only,
  * so that the same binary measures srx and rdma_rxe.
  *
- *   cq_bench -d DEV poll    -b BATCH [-n CQES] [-s]  ns per completion polled
- *                           (-s: a CQ created SINGLE_THREADED)
+ *   cq_bench -d DEV poll    -b BATCH [-n CQES] [-s|-S]  ns per completion
+ *                           polled (-s: a CQ created SINGLE_THREADED; -S:
+ *                           a CQ another thread has polled before)
  *   cq_bench -d DEV mtpoll  -t THREADS [-n CQES] completions per second
  *   cq_bench -d DEV create  -c CQE [-n PAIRS]    ns per create+destroy
  *   cq_bench -d DEV notify  [-n ROUNDS] [-P CPU] ns per notification round
@@ -133,18 +134,41 @@ static struct ibv_cq *make_cq(uint32_t cqe, bool single_threaded)
 	return cq_ex ? ibv_cq_ex_to_cq(cq_ex) : NULL;
 }
 
-/* Workload 1: the cost of ibv_poll_cq per completion, one thread. */
-static void bench_poll(int batch, uint32_t n, int rounds, bool single_threaded)
+static void *poll_once(void *cq)
+{
+	struct ibv_wc wc;
+
+	ibv_poll_cq(cq, 1, &wc);	/* the CQ is empty: nothing is taken */
+	return NULL;
+}
+
+/*
+ * Workload 1: the cost of ibv_poll_cq per completion, one thread. With
+ * @shared, another thread has polled the CQ once before: libsrx biases a
+ * thread-safe CQ to the first thread that polls it and a second one
+ * revokes that for good (cq.c, "Biased polling"), so this measures the
+ * path every poll takes on a CQ that several threads poll. librxe takes
+ * its spinlock either way.
+ */
+static void bench_poll(int batch, uint32_t n, int rounds, bool single_threaded,
+		       bool shared)
 {
 	struct ibv_wc *wc = calloc(batch, sizeof(*wc));
 	struct ibv_cq *cq = make_cq(n, single_threaded);
 	double best = 0;
 	struct ibv_qp *qp;
+	pthread_t other;
 	int r;
 
 	if (!cq || !wc)
 		DIE("ibv_create_cq(%u): %s", n, strerror(errno));
 	qp = make_qp(cq, n);
+	if (shared) {
+		if (pthread_create(&other, NULL, poll_once, cq))
+			DIE("pthread_create");
+		pthread_join(other, NULL);
+		poll_once(cq);
+	}
 
 	for (r = 0; r < rounds; r++) {
 		uint32_t got = 0;
@@ -176,7 +200,8 @@ static void bench_poll(int batch, uint32_t n, int rounds, bool single_threaded)
 	 * elsewhere) only ever adds time, so the minimum is the cost.
 	 */
 	printf("RESULT %s batch=%d %.1f ns/cqe\n",
-	       single_threaded ? "poll-single-threaded" : "poll", batch, best);
+	       single_threaded ? "poll-single-threaded" :
+	       shared ? "poll-shared" : "poll", batch, best);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	free(wc);
@@ -389,10 +414,10 @@ int main(int argc, char **argv)
 {
 	const char *dev = NULL, *what;
 	int batch = 1, threads = 1, cqe = 256, rounds = 3, cpu = -1, opt;
-	bool single_threaded = false;
+	bool single_threaded = false, shared = false;
 	long n = -1;
 
-	while ((opt = getopt(argc, argv, "d:b:t:c:n:r:P:s")) != -1) {
+	while ((opt = getopt(argc, argv, "d:b:t:c:n:r:P:sS")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'b': batch = atoi(optarg); break;
@@ -402,6 +427,7 @@ int main(int argc, char **argv)
 		case 'r': rounds = atoi(optarg); break;
 		case 'P': cpu = atoi(optarg); break;
 		case 's': single_threaded = true; break;
+		case 'S': shared = true; break;
 		default: DIE("bad option");
 		}
 	}
@@ -411,7 +437,8 @@ int main(int argc, char **argv)
 	open_device(dev);
 
 	if (!strcmp(what, "poll"))
-		bench_poll(batch, n > 0 ? n : 8192, rounds, single_threaded);
+		bench_poll(batch, n > 0 ? n : 8192, rounds, single_threaded,
+			   shared);
 	else if (!strcmp(what, "mtpoll"))
 		bench_mtpoll(threads, n > 0 ? n : 16384, rounds);
 	else if (!strcmp(what, "create"))

@@ -24,12 +24,12 @@ else
 	echo "not ok 1 bench/guest ran one round on srx0 and rxe0"
 fi
 
-# 13 workloads and 2 system-call counts, each with a value for both devices.
+# 15 workloads and 2 system-call counts, each with a value for both devices.
 rows=$(awk -F'\t' 'NF == 8 && $3 != "" && $4 != ""' "$out/results.tsv" 2>/dev/null | wc -l)
-if [ "$rows" -eq 15 ]; then
-	echo "ok 2 all 15 results have a value for srx and for rxe"
+if [ "$rows" -eq 17 ]; then
+	echo "ok 2 all 17 results have a value for srx and for rxe"
 else
-	echo "not ok 2 all 15 results have a value for srx and for rxe (got $rows)"
+	echo "not ok 2 all 17 results have a value for srx and for rxe (got $rows)"
 fi
 
 # ring_bench in the guest: 4 consumers x 3 batch sizes.
