@@ -7,9 +7,12 @@
  *
  * Four consumers, so that the numbers also say why the CQE looks the way it
  * does:
- *   srx32-mt   libsrx's default path: 32-byte CQE, claimed with one
- *              compare-and-swap per batch, converted into struct ibv_wc
- *   srx32-st   libsrx's SINGLE_THREADED path: same CQE, one release store
+ *   srx32-mt   libsrx's path for a CQ several threads poll: 32-byte CQE,
+ *              claimed with one compare-and-swap per batch, converted
+ *              into struct ibv_wc
+ *   srx32-st   libsrx's SINGLE_THREADED path, which the one thread a
+ *              thread-safe CQ is biased to also runs: same CQE, one
+ *              release store
  *   wc48-mt    the alternative format: CQEs stored as struct ibv_wc (48
  *              bytes, the layout of struct ib_uverbs_wc), claimed the same
  *              way and copied with memcpy()
@@ -91,9 +94,16 @@ static void fill(int wide)
 	__atomic_store_n(&ring->ctrl.prod, prod + entries, __ATOMIC_RELEASE);
 }
 
-/* libsrx's own poll loops (cqe_wc.h), as srx_poll_cq() runs them. */
+/*
+ * libsrx's own poll loops (cqe_wc.h), as srx_poll_cq() runs them: a path
+ * of its own for one completion, the batch loop otherwise. srx32-st is
+ * also what the bias owner of a thread-safe CQ runs (cq.c), less the
+ * owner's flag store, load and store around it.
+ */
 static int drain_srx32_mt(struct ibv_wc *wc, int batch)
 {
+	if (batch == 1)
+		return srx_cq_poll_one_wc(&view, wc);
 	return srx_cq_poll_wc(&view, batch, wc);
 }
 
@@ -101,6 +111,8 @@ static uint32_t st_cons;
 
 static int drain_srx32_st(struct ibv_wc *wc, int batch)
 {
+	if (batch == 1)
+		return srx_cq_poll_one_wc_st(&view, &st_cons, wc);
 	return srx_cq_poll_wc_st(&view, &st_cons, batch, wc);
 }
 
