@@ -25,12 +25,30 @@
  *
  * Plain words userspace only reads for information (status, dropped,
  * fired, state) use srx_load_relaxed().
+ *
+ * Biased polling (cq.c) is not part of the contract with the kernel; it
+ * orders the owner of a CQ against the thread revoking its bias, an
+ * asymmetric Dekker handshake:
+ *
+ *  srx_owner_fence()    the owner's half: a compiler barrier only,
+ *                       between storing its busy flag and loading the
+ *                       revocation flag.
+ *  srx_membarrier()     the revoker's half, between storing the
+ *                       revocation flag and loading the busy flag:
+ *                       membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) runs
+ *                       a full barrier on every CPU running a thread of
+ *                       this process. Works once the process has called
+ *                       srx_membarrier_register(). Both return true on
+ *                       success.
  */
 #ifndef SRX_BARRIER_H
 #define SRX_BARRIER_H
 
+#include <linux/membarrier.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static inline uint32_t srx_load_prod(const uint32_t *prod)
 {
@@ -78,6 +96,23 @@ static inline uint32_t srx_load_relaxed(const uint32_t *word)
 static inline void srx_store_relaxed(uint32_t *word, uint32_t value)
 {
 	__atomic_store_n(word, value, __ATOMIC_RELAXED);
+}
+
+static inline void srx_owner_fence(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline bool srx_membarrier(void)
+{
+	return !syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+/* Idempotent; lasts until exec(); a fork()ed child inherits it. */
+static inline bool srx_membarrier_register(void)
+{
+	return !syscall(__NR_membarrier,
+			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 }
 
 #endif /* SRX_BARRIER_H */

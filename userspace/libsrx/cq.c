@@ -8,13 +8,10 @@
  * include/uapi/rdma/srx-abi.h.
  */
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "cqe_wc.h"
 #include "srx.h"
@@ -165,7 +162,7 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 	unsigned int spins = 0;
 
 	atomic_store_explicit(&cq->bias_revoked, true, memory_order_seq_cst);
-	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+	if (srx_membarrier()) {
 		while (atomic_load_explicit(&cq->owner_busy,
 					    memory_order_acquire))
 			srx_backoff(&spins);
@@ -229,7 +226,7 @@ static inline int srx_cq_poll_owned(struct srx_cq *cq, int ne,
 	int n = -1;
 
 	atomic_store_explicit(&cq->owner_busy, true, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);	/* membarrier does the rest */
+	srx_owner_fence();
 	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed)) {
 		word = *cq->own_view.cons;
 		cons = SRX_CONS_INDEX(word);

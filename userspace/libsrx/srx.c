@@ -9,11 +9,8 @@
  * ioctl interface on the kernels srx supports.
  */
 #include <errno.h>
-#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "srx.h"
 
@@ -155,14 +152,11 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 	ctx->max_cqe = resp.drv.max_cqe;
 
 	/*
-	 * Revoking a CQ's bias needs MEMBARRIER_CMD_PRIVATE_EXPEDITED, which
-	 * works only after this process registered for it. Registering is
-	 * idempotent and lasts until exec(); a fork()ed child inherits it.
-	 * Where it is refused, thread-safe CQs are simply never biased.
+	 * Revoking a CQ's bias needs srx_membarrier(), which works only once
+	 * the process registered for it. Where that is refused, thread-safe
+	 * CQs are simply never biased.
 	 */
-	ctx->membarrier_ok = !syscall(__NR_membarrier,
-				      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-				      0, 0);
+	ctx->membarrier_ok = srx_membarrier_register();
 
 	verbs_set_ops(&ctx->ibv_ctx, &srx_ctx_ops);
 	return &ctx->ibv_ctx;
