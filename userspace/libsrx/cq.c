@@ -310,7 +310,7 @@ int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	struct srx_cq *cq = to_scq(ibcq);
 
 	if (ne == 1) {
-		/* a SINGLE_THREADED CQ has no owner */
+		/* a SINGLE_THREADED CQ never has an owner */
 		if (atomic_load_explicit(&cq->bias_owner,
 					 memory_order_relaxed) ==
 		    __builtin_thread_pointer()) {
@@ -614,7 +614,8 @@ static int srx_cq_attach_ring(struct srx_cq *cq, struct ibv_context *ctx,
 	atomic_init(&cq->ring, ring);
 	cq->own_view = ring->view;
 	cq->cons = SRX_CONS_INDEX(srx_load_cons(ring->view.cons));
-	if (!to_sctx(ctx)->membarrier_ok) {	/* no bias without it */
+	/* Nothing to bias, or no way to revoke it. */
+	if (cq->single_threaded || !to_sctx(ctx)->membarrier_ok) {
 		atomic_init(&cq->bias_revoked, true);
 		atomic_init(&cq->bias_off, true);
 	}
@@ -747,8 +748,7 @@ int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
 	int ret;
 
 	pthread_mutex_lock(&cq->resize_mutex);
-	if (!cq->single_threaded)
-		srx_cq_exclude_owner(cq);	/* the kernel seals the word */
+	srx_cq_exclude_owner(cq);	/* the kernel seals the word */
 	atomic_store_explicit(&cq->resizing, true, memory_order_release);
 
 	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_PREPARE, &layout);

@@ -75,7 +75,9 @@ struct srx_cq {
 	 * once by the first poller, or NULL. owner_busy, owner_acked: written
 	 * by the owner only, around and after its polls. bias_revoked: set by
 	 * the first other consumer; bias_off: set once no biased poll can be
-	 * running any more. Never cleared: a revoked CQ stays revoked.
+	 * running any more. Both are set from the start on a SINGLE_THREADED
+	 * CQ and where membarrier() is refused. Never cleared: a revoked CQ
+	 * stays revoked.
 	 */
 	_Atomic(void *) bias_owner;
 	_Atomic bool owner_busy;
