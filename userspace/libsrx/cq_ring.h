@@ -114,6 +114,15 @@ static inline uint32_t srx_cq_ready(const struct srx_cq_view *v, uint32_t cons)
 }
 
 /*
+ * srx_cq_ready(v, cons) != 0 in one comparison, for the one-completion
+ * polls: a fill level of 1..entries is ready, 0 or a scribbled index is not.
+ */
+static inline bool srx_cq_one_ready(const struct srx_cq_view *v, uint32_t cons)
+{
+	return srx_load_prod(v->prod) - cons - 1 < v->entries;
+}
+
+/*
  * Concurrent consumers, in two halves so the caller can read the CQEs in
  * place between them:
  *

@@ -144,8 +144,7 @@ static inline int srx_cq_poll_one_wc(const struct srx_cq_view *v,
 
 		if (SRX_CONS_SEAL(word))
 			return SRX_CQ_SEALED;
-		/* ready() is 1..entries, as srx_cq_ready() checks it */
-		if (srx_load_prod(v->prod) - idx - 1 >= v->entries)
+		if (!srx_cq_one_ready(v, idx))
 			return 0;
 		srx_cqe_to_wc(&v->cqes[idx & (v->entries - 1)], wc);
 		/* not sealed: the new word's high half is 0 */
@@ -180,7 +179,7 @@ static inline int srx_cq_poll_one_wc_st(const struct srx_cq_view *v,
 	uint64_t *word = v->cons;	/* wc's stores may alias *v */
 	uint32_t c = *cons;
 
-	if (srx_load_prod(v->prod) - c - 1 >= v->entries)
+	if (!srx_cq_one_ready(v, c))
 		return 0;
 	srx_cqe_to_wc(&v->cqes[c & (v->entries - 1)], wc);
 	*cons = c + 1;
