@@ -6,6 +6,8 @@
 # ibv_create_cq()/ibv_destroy_cq() go through the uverbs ioctl interface,
 # not the legacy write() commands. Each count compares two runs of a loop
 # that differ only in length, so that start-up and teardown cancel out.
+# Also: a thread-safe CQ polled by one thread stays biased to it, and a
+# second poller revokes that with one membarrier() call.
 set -u -o pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=$top/build/cq_bench
@@ -57,6 +59,23 @@ echo "# create+destroy: RDMA_VERBS_IOCTL $a_ioctl_verbs -> $b_ioctl_verbs, write
 result $? "create+destroy: two RDMA_VERBS_IOCTL calls per pair"
 [ "$a_write" -ge 0 ] && [ "$b_write" -ge 0 ] && [ "$a_write" = "$b_write" ]
 result $? "create+destroy: no write() command"
+
+# Biased polling (libsrx's cq.c): one thread polling a thread-safe CQ never
+# revokes its bias; a second poller revokes it with exactly one
+# MEMBARRIER_CMD_PRIVATE_EXPEDITED, however many polls follow. (The
+# registration at context open is MEMBARRIER_CMD_REGISTER_..., not counted.)
+for w in "poll -b 1" "poll -b 16"; do
+	for shared in "" "-S"; do
+		want=0
+		[ -n "$shared" ] && want=1
+		c=$(trace_count membarrier "$w $shared -r 2" 256)
+		got=$(grep -c '(MEMBARRIER_CMD_PRIVATE_EXPEDITED' "$tmp/trace")
+		reg=$(grep -c '(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED' "$tmp/trace")
+		echo "# $w ${shared:-(one thread)}: $got revoking membarrier() calls, $reg registrations"
+		[ "$c" -ge 0 ] && [ "$got" = "$want" ] && [ "$reg" = 1 ]
+		result $? "$w ${shared:+with a second poller }makes $want revoking membarrier() call(s)"
+	done
+done
 
 echo "1..$n"
 exit "$failed"
