@@ -46,7 +46,7 @@ static struct srx_cq_ring *srx_cq_ring_alloc(struct ib_ucontext *uctx,
 	size = PAGE_ALIGN(sizeof(struct srx_cq_ctrl) +
 			  (size_t)entries * sizeof(struct srx_cqe));
 
-	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 	if (!ring)
 		goto err;
 

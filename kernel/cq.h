@@ -18,10 +18,11 @@ struct srx_mmap_entry;
 
 
 /*
- * One CQ ring: a vmalloc_user() region holding struct srx_cq_ctrl and the
- * CQE array. For a user CQ the region belongs to its mmap entry, which frees
- * it once the CQ has dropped the entry and no mmap() is in progress; the
- * pages themselves live on until the process unmaps them.
+ * One CQ ring: a vmalloc region (srx_ring_mem_alloc()) holding struct
+ * srx_cq_ctrl and the CQE array. For a user CQ the region belongs to its
+ * mmap entry, which frees it once the CQ has dropped the entry and no
+ * mmap() is in progress; the pages themselves live on until the process
+ * unmaps them.
  */
 struct srx_cq_ring {
 	void *mem;

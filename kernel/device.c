@@ -59,11 +59,17 @@ MODULE_PARM_DESC(max_cq,
 		 "CQs per device; 0 (default): as many as memory allows");
 
 /*
- * Smallest memory a CQ costs: its one-page ring plus the kernel objects.
- * With the max_cq parameter at 0 the limit is what RAM could hold of those,
- * so the limit reflects memory and not an arbitrary constant.
+ * A CQ's ring, whatever its size, is charged to the memory cgroup of the
+ * process that created it (srx_ring_mem_alloc()), so the cgroup bounds
+ * that. What no cgroup is charged for is the CQ's kernel side: struct
+ * srx_cq and the RDMA core's objects around it, at most
+ * SRX_CQ_UNCHARGED bytes. With the max_cq parameter at 0 the limit keeps
+ * that memory of all CQs together under 1/SRX_CQ_UNCHARGED_SHARE of RAM:
+ * it follows the machine's memory, and a process in a container cannot
+ * pin much of the host's outside its cgroup by creating CQs.
  */
-#define SRX_CQ_MIN_FOOTPRINT (PAGE_SIZE + 1024)
+#define SRX_CQ_UNCHARGED 2048
+#define SRX_CQ_UNCHARGED_SHARE 64
 
 u32 srx_device_max_cq(void)
 {
@@ -71,7 +77,7 @@ u32 srx_device_max_cq(void)
 
 	if (!limit)
 		limit = div_u64((u64)totalram_pages() << PAGE_SHIFT,
-				SRX_CQ_MIN_FOOTPRINT);
+				SRX_CQ_UNCHARGED * SRX_CQ_UNCHARGED_SHARE);
 	return min_t(u64, limit, INT_MAX);
 }
 

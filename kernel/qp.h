@@ -22,7 +22,7 @@ struct srx_wq {
 	u32 kcons;			/* WQEs the kernel has taken */
 	u32 kprod;			/* kernel QPs: WQEs posted */
 
-	void *mem;			/* vmalloc_user(); see srx_cq_ring */
+	void *mem;			/* srx_ring_mem_alloc(); see srx_cq_ring */
 	size_t size;
 	struct srx_wq_ctrl *ctrl;
 	void *wqes;

@@ -7,12 +7,22 @@
  * so srx keeps no list of its own. The ring memory belongs to the entry, not
  * to the CQ or QP: destroy removes the entry, and the memory is freed when
  * the entry's last reference goes. Pages already mapped hold their own
- * references (remap_vmalloc_range() inserts them with vm_insert_page()), so
+ * references (srx_mmap() inserts them with vm_insert_pages()), so
  * a mapping stays valid until the process unmaps it, even after the object
  * or the whole device is gone.
+ *
+ * Ring memory is charged to the memory cgroup of the process that creates
+ * the ring (as io_uring charges its rings), so a process in a container
+ * cannot pin more of the host's memory through srx than its cgroup allows,
+ * and an allocation that does not fit fails with ENOMEM without a word in
+ * the kernel log. A ring can be 128 MiB: allocating, mapping and freeing it
+ * go a bounded number of pages at a time with a resched point in between
+ * (vmalloc's own page loop and vfree() have one; srx_mmap() its own).
  */
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/version.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -50,11 +60,37 @@ void srx_disassociate_ucontext(struct ib_ucontext *uctx)
 {
 }
 
+/* Pages srx_mmap() inserts between two resched points (256 KiB). */
+#define SRX_MMAP_BATCH 64
+
+/*
+ * The flags remap_vmalloc_range() sets: the mapping cannot grow with
+ * mremap() and stays out of core dumps. vm_flags became read-only in 6.3.
+ */
+static void srx_mmap_set_flags(struct vm_area_struct *vma)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+}
+
+/*
+ * Map a whole ring. Ring memory comes from __vmalloc() without VM_USERMAP
+ * (vmalloc_user() cannot be charged to a cgroup in 6.1), so
+ * remap_vmalloc_range() refuses it; the pages are inserted one batch at a
+ * time instead, each taking its own reference as remap_vmalloc_range()'s
+ * would. The memory is zeroed and page-aligned (srx_ring_mem_alloc()), so
+ * nothing else of the kernel's shows through.
+ */
 int srx_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
+	struct page *pages[SRX_MMAP_BATCH];
 	struct rdma_user_mmap_entry *rdma_entry;
 	struct srx_mmap_entry *entry;
-	int ret;
+	unsigned long npages, done, n, i, left;
+	int ret = 0;
 
 	/* Checks VM_SHARED and that the length is the entry's whole length. */
 	rdma_entry = rdma_user_mmap_entry_get(uctx, vma);
@@ -62,7 +98,20 @@ int srx_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	entry = container_of(rdma_entry, struct srx_mmap_entry, rdma_entry);
 
-	ret = remap_vmalloc_range(vma, entry->mem, 0);
+	srx_mmap_set_flags(vma);
+	npages = rdma_entry->npages;
+	for (done = 0; done < npages; done += n) {
+		n = min_t(unsigned long, npages - done, SRX_MMAP_BATCH);
+		for (i = 0; i < n; i++)
+			pages[i] = vmalloc_to_page(entry->mem +
+						   (done + i) * PAGE_SIZE);
+		left = n;
+		ret = vm_insert_pages(vma, vma->vm_start + done * PAGE_SIZE,
+				      pages, &left);
+		if (ret)
+			break;	/* mmap_region() unmaps what was inserted */
+		cond_resched();
+	}
 
 	rdma_user_mmap_entry_put(rdma_entry);
 	return ret;
@@ -78,8 +127,8 @@ void srx_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 }
 
 /*
- * Make @mem (from vmalloc_user(), @size a multiple of PAGE_SIZE) mappable
- * by the process. On success the entry owns @mem; on failure the caller
+ * Make @mem (from srx_ring_mem_alloc(), @size a multiple of PAGE_SIZE)
+ * mappable by the process. On success the entry owns @mem; on failure the caller
  * still does.
  */
 static struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx,
@@ -89,7 +138,7 @@ static struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx,
 	struct srx_mmap_entry *entry;
 	int ret;
 
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry)
 		return ERR_PTR(-ENOMEM);
 
@@ -105,12 +154,30 @@ static struct srx_mmap_entry *srx_mmap_insert(struct ib_ucontext *uctx,
 }
 
 /*
+ * How ring memory is allocated:
+ *  - GFP_KERNEL_ACCOUNT charges every page to the memory cgroup of the
+ *    calling process, which is the one creating the object (the pages stay
+ *    charged to it until they are freed, also while mapped);
+ *  - __GFP_RETRY_MAYFAIL makes a charge over the cgroup's limit, or a
+ *    machine out of memory, fail the allocation after reclaim instead of
+ *    invoking the OOM killer on someone: a ring is optional memory that
+ *    the caller can do without, and the verb returns ENOMEM;
+ *  - __GFP_NOWARN keeps that failure, which a process can cause at will,
+ *    out of the kernel log ("vmalloc error: ...");
+ *  - __GFP_ZERO because the pages are mapped into the process.
+ */
+#define SRX_RING_GFP (GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | \
+		      __GFP_NOWARN | __GFP_ZERO)
+
+/*
  * The memory of one ring (CQ or work queue): @size bytes, a multiple of
- * PAGE_SIZE, zeroed. For a user object (@uctx set) it is also made mappable
+ * PAGE_SIZE, zeroed, charged to the calling process's memory cgroup (see
+ * SRX_RING_GFP). For a user object (@uctx set) it is also made mappable
  * at *@offset, and *@mmap, the entry, owns it from then on; for a kernel
  * object *@mmap is NULL and the memory is the caller's. Either way
  * srx_ring_mem_free() is the one way to let go of it.
- * Return: the memory, or an ERR_PTR.
+ * Context: process; sleeps.
+ * Return: the memory, or an ERR_PTR (-ENOMEM when it does not fit).
  */
 void *srx_ring_mem_alloc(struct ib_ucontext *uctx, size_t size,
 			 struct srx_mmap_entry **mmap, u64 *offset)
@@ -119,7 +186,7 @@ void *srx_ring_mem_alloc(struct ib_ucontext *uctx, size_t size,
 	void *mem;
 
 	*mmap = NULL;
-	mem = vmalloc_user(size);
+	mem = __vmalloc(size, SRX_RING_GFP);
 	if (!mem)
 		return ERR_PTR(-ENOMEM);
 	if (!uctx)

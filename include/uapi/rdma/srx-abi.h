@@ -9,8 +9,9 @@
  *    the uverbs ioctl (or after the core part of a write() command).
  *
  *  - Rings in shared memory. Every completion queue and every work queue is
- *    one vmalloc_user() region that the process maps with mmap() on its
- *    uverbs file, at the offset the create response returns. The response
+ *    one region of kernel memory, charged to the creating process's memory
+ *    cgroup, that the process maps with mmap() on its uverbs file, at the
+ *    offset the create response returns. The response
  *    also returns where each field lives inside the region (io_uring style),
  *    so userspace computes every pointer from the response and the layout
  *    can change without breaking an older provider. The structures below
