@@ -12,8 +12,11 @@
  *  - kernel consumers call srx_poll_cq()/srx_req_notify_cq(), under cq->lock;
  *  - userspace writes the consumer word and the arm word of the mapped ring
  *    at any time; the kernel reads each once per use and trusts neither;
- *  - resize runs in process context under resize_mutex, and switches rings
- *    under cq->lock, so a producer sees either the old ring or the new one;
+ *  - resize runs in process context under resize_mutex. Its commit switches
+ *    producers to the new ring at once, under cq->lock, then moves the
+ *    pending CQEs over a batch at a time (srx_cq_switch_ring()), so no
+ *    resize keeps interrupts off or the CPU busy for long, whatever the
+ *    ring size;
  *  - completion events of a kernel CQ run on comp_cpu from a csd, or from
  *    an irq_work when that is the current CPU; those of a user CQ run from
  *    the irq_work on the CPU that made the completion (srx_cq_kick()).
@@ -81,6 +84,12 @@ static void srx_cq_ring_free(struct srx_cq_ring *ring)
 	kfree(ring);
 }
 
+/*
+ * CQEs a resize moves per hold of cq->lock (32 KiB): a bounded time with
+ * interrupts off, then a resched point.
+ */
+#define SRX_CQ_MOVE_BATCH 1024
+
 static void srx_cq_layout(const struct srx_cq_ring *ring,
 			  struct srx_cq_layout *l)
 {
@@ -102,6 +111,41 @@ static void srx_cq_layout(const struct srx_cq_ring *ring,
 static u32 srx_cq_read_cons(const struct srx_cq_ring *ring)
 {
 	return lower_32_bits(smp_load_acquire(&ring->ctrl->cons));
+}
+
+/*
+ * The consumer index a producer respects. A kernel CQ's is the kernel's
+ * own. A user CQ's is the ring's consumer word, except while a resize
+ * moves CQEs: the old ring is sealed then and the new one not yet handed
+ * to the process, so no consumer can move, and the index is the one the
+ * seal caught.
+ */
+static u32 srx_cq_cons(const struct srx_cq *cq)
+{
+	lockdep_assert_held(&cq->lock);
+
+	if (!cq->is_user)
+		return cq->kcons;
+	if (cq->old)
+		return cq->seal_cons;
+	return srx_cq_read_cons(cq->ring);
+}
+
+/* The status word, from the kernel's own state (never read back). */
+static u32 srx_cq_status(const struct srx_cq *cq)
+{
+	return cq->error ? SRX_CQ_STATUS_ERROR : 0;
+}
+
+/*
+ * True while index @idx is one a resize has still to move: its CQE is
+ * then in the old ring, not yet in the current one.
+ */
+static bool srx_cq_unmoved(const struct srx_cq *cq, u32 idx)
+{
+	lockdep_assert_held(&cq->lock);
+
+	return cq->old && idx - cq->move_next < cq->move_end - cq->move_next;
 }
 
 /* Release one hold on the CQ taken by srx_cq_post() for an event. */
@@ -228,8 +272,7 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 	if (cq->error || cq->dead) {
 		posted = 0;
 	} else {
-		room = srx_ring_room(cq->prod, srx_cq_read_cons(ring),
-				     ring->entries);
+		room = srx_ring_room(cq->prod, srx_cq_cons(cq), ring->entries);
 		posted = min_t(u32, n, room);
 	}
 	lost = n - posted;
@@ -246,7 +289,13 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 
 	if (posted) {
 		cq->prod += posted;
-		smp_store_release(&ring->ctrl->prod, cq->prod);	/* K1 */
+		/*
+		 * K1. While a resize moves CQEs the new ring's prod is published
+		 * once they are all there (srx_cq_move_batch()); until then no
+		 * consumer looks at that ring.
+		 */
+		if (!cq->old)
+			smp_store_release(&ring->ctrl->prod, cq->prod);
 
 		smp_mb();	/* K3: prod visible before the arm word is read */
 		arm = READ_ONCE(ring->ctrl->arm);
@@ -403,12 +452,63 @@ int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 }
 
 /*
- * Move every pending CQE of the current ring into @new and make it current.
- * The old ring is sealed first (SRX_CQ_CONS_SEALED in the consumer word):
- * consumers compare-and-swap that word to take CQEs, so from the exchange
- * on none can take a CQE the kernel has already counted. Indices carry
- * over unchanged, so a consumer that keeps its own index need not reset it.
+ * Move one batch of the CQEs a resize has still to move from the old ring
+ * into the current one, at the same indices; when none are left, publish
+ * the new ring's producer index and let go of the old ring.
+ * Return: true when the move is complete.
+ */
+static bool srx_cq_move_batch(struct srx_cq *cq)
+{
+	struct srx_cq_ring *old = cq->old, *new = cq->ring;
+	u32 next = cq->move_next, n, i;
+
+	lockdep_assert_held(&cq->lock);
+
+	n = min_t(u32, cq->move_end - next, SRX_CQ_MOVE_BATCH);
+
+	for (i = 0; i < n; i++) {
+		u32 from = (next + i) & (old->entries - 1);
+		u32 to = (next + i) & (new->entries - 1);
+
+		new->cqes[to] = old->cqes[from];
+		if (new->kqp)
+			new->kqp[to] = old->kqp[from];
+	}
+	cq->move_next = next + n;
+	if (cq->move_next != cq->move_end)
+		return false;
+
+	cq->old = NULL;
+	smp_store_release(&new->ctrl->prod, cq->prod);	/* K1 */
+	return true;
+}
+
+/*
+ * Commit a resize: make @new the current ring and move every pending CQE
+ * of the old one into it. Indices carry over unchanged, so a consumer that
+ * keeps its own index need not reset it.
  *
+ * A ring can hold 4 Mi CQEs (128 MiB), too many to move with interrupts
+ * off, or even without a resched point. So, under cq->lock:
+ *  1. the old ring is sealed (SRX_CQ_CONS_SEALED in the consumer word):
+ *     consumers compare-and-swap that word to take CQEs, so from the
+ *     exchange on none can take a CQE the kernel has counted, and the
+ *     pending CQEs [cons, prod) stay where they are;
+ *  2. if they do not fit in @new, the old ring is unsealed and stays;
+ *  3. otherwise @new gets the control words and becomes current: producers
+ *     write to it from now on, at indices from prod up, which are slots the
+ *     pending CQEs will not need (at most new->entries from cons);
+ * then the pending CQEs move a batch per hold of the lock, with a resched
+ * point between batches, and the last batch publishes the new ring's
+ * producer index. Until then cq->old says where the unmoved ones are: a
+ * kernel CQ's ib_poll_cq() takes them from there (srx_poll_cq()), and a
+ * user CQ's consumers cannot reach either ring (the old one is sealed, the
+ * new one is not handed to them before the commit returns).
+ *
+ * The time with interrupts off is one batch; the whole move is bounded by
+ * new->entries, since producers do not add to the old ring.
+ *
+ * Context: process, under resize_mutex; sleeps.
  * Return: 0, or -EINVAL if more CQEs are pending than @new holds; the old
  * ring is then unsealed and stays current.
  */
@@ -416,8 +516,9 @@ static int srx_cq_switch_ring(struct srx_cq *cq, struct srx_cq_ring *new)
 {
 	struct srx_cq_ring *old;
 	unsigned long flags;
-	u32 cons, pending, i;
+	u32 cons, pending;
 	u64 word;
+	bool done;
 
 	lockdep_assert_held(&cq->resize_mutex);
 
@@ -431,12 +532,12 @@ static int srx_cq_switch_ring(struct srx_cq *cq, struct srx_cq_ring *new)
 		word = cq->kcons;
 		cons = cq->kcons;
 	}
-	pending = srx_ring_avail(cq->prod, cons, old->entries);
 	if (!srx_ring_index_ok(cq->prod, cons, old->entries)) {
 		/* A consumer index no honest consumer writes: start empty. */
 		srx_count(cq->sdev, SRX_CNT_BAD_USER_INDEX, 1);
 		cons = cq->prod;
 	}
+	pending = cq->prod - cons;
 
 	if (pending > new->entries) {
 		if (cq->is_user)
@@ -445,26 +546,30 @@ static int srx_cq_switch_ring(struct srx_cq *cq, struct srx_cq_ring *new)
 		return -EINVAL;
 	}
 
-	for (i = 0; i < pending; i++) {
-		u32 idx = cons + i;
-
-		new->cqes[idx & (new->entries - 1)] =
-			old->cqes[idx & (old->entries - 1)];
-		if (new->kqp)
-			new->kqp[idx & (new->entries - 1)] =
-				old->kqp[idx & (old->entries - 1)];
-	}
-
-	new->ctrl->cons = cons;
-	new->ctrl->fired = cq->fired;
-	new->ctrl->dropped = cq->dropped;
-	new->ctrl->status = cq->error ? SRX_CQ_STATUS_ERROR : 0;
-	new->ctrl->arm = READ_ONCE(old->ctrl->arm);
-	smp_store_release(&new->ctrl->prod, cq->prod);
-	if (!cq->is_user)
-		cq->kcons = cons;
+	/*
+	 * The process may have @new mapped already (PREPARE returned it), so
+	 * these are stores to shared memory: each word once. prod follows
+	 * with release once the CQEs below it are in place.
+	 */
+	WRITE_ONCE(new->ctrl->cons, (u64)cons);
+	WRITE_ONCE(new->ctrl->fired, cq->fired);
+	WRITE_ONCE(new->ctrl->dropped, cq->dropped);
+	WRITE_ONCE(new->ctrl->status, srx_cq_status(cq));
+	WRITE_ONCE(new->ctrl->arm, READ_ONCE(old->ctrl->arm));
+	cq->seal_cons = cons;
+	cq->old = old;
+	cq->move_next = cons;
+	cq->move_end = cq->prod;
 	cq->ring = new;
-	spin_unlock_irqrestore(&cq->lock, flags);
+
+	for (;;) {
+		done = srx_cq_move_batch(cq);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		if (done)
+			break;
+		cond_resched();
+		spin_lock_irqsave(&cq->lock, flags);
+	}
 
 	srx_cq_ring_free(old);
 	return 0;
@@ -603,21 +708,31 @@ int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	struct srx_cq_ring *ring;
 	unsigned long flags;
 	int n = 0;
+	u32 slot;
 
 	if (cq->is_user)
 		return -EINVAL;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	ring = cq->ring;
 	while (n < num_entries && cq->kcons != cq->prod) {
-		u32 slot = cq->kcons & (ring->entries - 1);
-
+		/*
+		 * A resize in progress may not have moved this one yet: take
+		 * it from the old ring, and count it as moved, so that the
+		 * move never copies a CQE already taken (its slot in the new
+		 * ring may hold a newer one). kcons never passes move_next.
+		 */
+		ring = cq->ring;
+		if (srx_cq_unmoved(cq, cq->kcons)) {
+			ring = cq->old;
+			cq->move_next++;
+		}
+		slot = cq->kcons & (ring->entries - 1);
 		srx_cqe_to_wc(&ring->cqes[slot], ring->kqp[slot], &wc[n]);
 		cq->kcons++;
 		n++;
 	}
 	if (n)
-		smp_store_release(&ring->ctrl->cons, (u64)cq->kcons);
+		smp_store_release(&cq->ring->ctrl->cons, (u64)cq->kcons);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

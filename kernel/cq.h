@@ -43,8 +43,9 @@ struct srx_cq {
 
 	/*
 	 * lock protects ring (the pointer and every kernel-written word in
-	 * it), prod, kcons, fired, arm_seq, dropped, error and dead. Taken
-	 * with interrupts off: kernel consumers poll and post from softirq.
+	 * it), prod, kcons, fired, arm_seq, dropped, error, dead and the
+	 * state of a resize's move. Taken with interrupts off: kernel
+	 * consumers poll and post from softirq.
 	 */
 	spinlock_t lock;
 	struct srx_cq_ring *ring;
@@ -55,6 +56,16 @@ struct srx_cq {
 	u32 dropped;		/* completions lost to overrun, saturating */
 	bool error;		/* overrun without IGNORE_OVERRUN */
 	bool dead;		/* destroy has begun: no more events */
+	/*
+	 * While a resize commit moves CQEs (srx_cq_switch_ring()): old is
+	 * the ring they come from (NULL otherwise), [move_next, move_end)
+	 * the indices still to move, and seal_cons the consumer index the
+	 * seal caught, which user consumers cannot move meanwhile.
+	 */
+	struct srx_cq_ring *old;
+	u32 move_next;
+	u32 move_end;
+	u32 seal_cons;
 
 	/* resize_mutex serializes resizes and protects prepared. */
 	struct mutex resize_mutex;
