@@ -312,9 +312,7 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		WRITE_ONCE(ring->ctrl->dropped, cq->dropped);
 		if (!cq->ignore_overrun && !cq->error) {
 			cq->error = true;
-			WRITE_ONCE(ring->ctrl->status,
-				   READ_ONCE(ring->ctrl->status) |
-				   SRX_CQ_STATUS_ERROR);
+			WRITE_ONCE(ring->ctrl->status, srx_cq_status(cq));
 			raise_error = true;
 		}
 	}

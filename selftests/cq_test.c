@@ -35,6 +35,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include <rdma/srx-abi.h>
+
 #include "kselftest_harness.h"
 #include "srx_test.h"
 
@@ -1696,6 +1698,42 @@ TEST_F(overrun, destroy_waits_for_cq_err_ack)
 	EXPECT_NE(0ull, atomic_load(&a.acked_ns));
 	EXPECT_GE(done, atomic_load(&a.acked_ns))
 		TH_LOG("ibv_destroy_cq returned before the ack");
+}
+
+/*
+ * The status word belongs to the kernel: whatever the process writes
+ * there, an overrun leaves exactly SRX_CQ_STATUS_ERROR in it (srx-abi.h:
+ * the kernel keeps its own copy of what it owns and never reads such a
+ * word back). The ring is found through /proc/self/maps, not libsrx.
+ */
+TEST_F(overrun, status_word_is_the_kernels)
+{
+	struct srx_test_map before[16], after[16], added[1] = { { 0 } };
+	struct env *e = &self->env;
+	volatile struct srx_cq_ctrl *ctrl;
+	int nb, na;
+
+	REQUIRE_SRX();
+	if (variant->ex)
+		SKIP(return, "one variant is enough");
+
+	nb = srx_test_maps(before, 16);
+	self->cq = ibv_create_cq(e->ctx, 32, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->cq);
+	na = srx_test_maps(after, 16);
+	ASSERT_EQ(1, srx_test_map_new(before, nb, after, na, added, 1));
+	ctrl = (volatile struct srx_cq_ctrl *)added[0].start;
+	ASSERT_EQ(0u, ctrl->status);
+
+	ctrl->status = 0x80000000u | 0x40u;	/* no bit the kernel defines */
+	ASSERT_EQ(0, srx_flusher_create(&self->f, e->pd, self->cq, self->cq,
+					self->cq->cqe + OVERRUN_EXTRA));
+	ASSERT_EQ(0, srx_flush_recvs(&self->f, 0,
+				     self->cq->cqe + OVERRUN_EXTRA));
+	EXPECT_EQ(1, async_events(e->ctx, IBV_EVENT_CQ_ERR, self->cq,
+				  WAIT_MS, true));
+	EXPECT_EQ(SRX_CQ_STATUS_ERROR, ctrl->status)
+		TH_LOG("status %#x", ctrl->status);
 }
 
 /* ------------------------------------------------------------------ */
