@@ -21,11 +21,27 @@
  *    an irq_work when that is the current CPU; those of a user CQ run from
  *    the irq_work on the CPU that made the completion (srx_cq_kick()).
  *
- * Why destroy is safe against a concurrent completion: the core refuses to
- * destroy a CQ that a QP still uses (EBUSY before we are called), so no
- * producer can reach it; destroy marks the CQ dead under cq->lock, so a
- * racing post (kernel CQs, whose users promise not to) drops its event; and
- * it waits for the last event delivery to finish before freeing anything.
+ * Why a post never races destroy, and what destroy waits for:
+ *  - srx_cq_post() has one caller, the flush of a QP (qp.c), and posts
+ *    only to that QP's send or receive CQ. The RDMA core holds the CQ's
+ *    usecnt for every QP that uses it, from the QP's creation until its
+ *    destroy_qp has returned, and refuses to destroy a CQ whose usecnt is
+ *    raised (EBUSY, before srx is called).
+ *  - A flush runs inside a verb on its QP (modify_qp, a doorbell, a kernel
+ *    post_send/post_recv), so it has returned before that QP's destroy_qp
+ *    begins: uverbs holds a user QP's object for the length of a command
+ *    and destroys it only when no command holds it; a kernel consumer that
+ *    called a verb on a QP while destroying it would use the QP itself
+ *    after it is freed, whatever the CQ did.
+ *  So every srx_cq_post() on a CQ has returned before destroy_cq begins,
+ *  and what it uses after dropping cq->lock (the CQ, and cq->sdev, which
+ *  outlives its CQs) is there. The CQ_ERR event handler runs inside the
+ *  post. What outlives the post is the completion event it queued
+ *  (srx_cq_kick() runs comp_handler later, from an interrupt): each holds
+ *  cq->kicks until it is delivered, and destroy waits for the last of them
+ *  and for irq_work to let go of local_work before freeing anything.
+ *  The transport will post from softirq (received packets, timers); a QP's
+ *  destroy will have to stop those before it returns, which keeps this so.
  */
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
@@ -269,7 +285,7 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 	spin_lock_irqsave(&cq->lock, flags);
 	ring = cq->ring;
 
-	if (cq->error || cq->dead) {
+	if (cq->error) {
 		posted = 0;
 	} else {
 		room = srx_ring_room(cq->prod, srx_cq_cons(cq), ring->entries);
@@ -299,14 +315,14 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 
 		smp_mb();	/* K3: prod visible before the arm word is read */
 		arm = READ_ONCE(ring->ctrl->arm);
-		if (!cq->dead && srx_arm_fires(arm, cq->fired, solicited, failed)) {
+		if (srx_arm_fires(arm, cq->fired, solicited, failed)) {
 			cq->fired = srx_arm_seq(arm);
 			WRITE_ONCE(ring->ctrl->fired, cq->fired);
 			fire = true;
 		}
 	}
 
-	if (lost && !cq->dead) {
+	if (lost) {
 		cq->dropped = cq->dropped + lost < cq->dropped ?
 			      U32_MAX : cq->dropped + lost;
 		WRITE_ONCE(ring->ctrl->dropped, cq->dropped);
@@ -317,10 +333,11 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		}
 	}
 	/*
-	 * Hold the CQ for what follows the unlock; destroy, which sets dead
-	 * under the lock, waits for every hold to be released.
+	 * The event is delivered after this post has returned: hold the CQ
+	 * until then (srx_cq_kick() hands the hold on). Destroy waits for
+	 * every hold; see the top of this file.
 	 */
-	if (fire || raise_error)
+	if (fire)
 		atomic_inc(&cq->kicks);
 	spin_unlock_irqrestore(&cq->lock, flags);
 
@@ -334,8 +351,6 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 	if (fire) {
 		srx_count(cq->sdev, SRX_CNT_CQ_EVENTS, 1);
 		srx_cq_kick(cq);
-	} else if (raise_error) {
-		srx_cq_kick_done(cq);
 	}
 	return lost ? -EOVERFLOW : 0;
 }
@@ -426,17 +441,15 @@ err_count:
 int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct srx_cq *cq = to_srx_cq(ibcq);
-	unsigned long flags;
-
-	spin_lock_irqsave(&cq->lock, flags);
-	cq->dead = true;
-	spin_unlock_irqrestore(&cq->lock, flags);
 
 	/*
-	 * No post takes a new hold now; wait for the last one to go, then for
+	 * No post is running or can start (the top of this file says why),
+	 * so no new hold comes: wait for the last one to go, then for
 	 * irq_work to let go of local_work (it clears its busy bit after the
 	 * run that released the last hold has returned; a csd is not touched
-	 * after its function returns).
+	 * after its function returns). A resize never runs either: uverbs
+	 * holds the CQ's object for it, and a kernel consumer does not resize
+	 * a CQ it is destroying.
 	 */
 	wait_var_event(&cq->kicks, !atomic_read(&cq->kicks));
 	irq_work_sync(&cq->local_work);

@@ -43,8 +43,8 @@ struct srx_cq {
 
 	/*
 	 * lock protects ring (the pointer and every kernel-written word in
-	 * it), prod, kcons, fired, arm_seq, dropped, error, dead and the
-	 * state of a resize's move. Taken with interrupts off: kernel
+	 * it), prod, kcons, fired, arm_seq, dropped, error and the state of
+	 * a resize's move. Taken with interrupts off: kernel
 	 * consumers poll and post from softirq.
 	 */
 	spinlock_t lock;
@@ -55,7 +55,6 @@ struct srx_cq {
 	u32 arm_seq;		/* kernel CQs: last arm sequence used */
 	u32 dropped;		/* completions lost to overrun, saturating */
 	bool error;		/* overrun without IGNORE_OVERRUN */
-	bool dead;		/* destroy has begun: no more events */
 	/*
 	 * While a resize commit moves CQEs (srx_cq_switch_ring()): old is
 	 * the ring they come from (NULL otherwise), [move_next, move_end)
@@ -79,9 +78,8 @@ struct srx_cq {
 	 * one. A user CQ's always run from local_work, on this CPU.
 	 * events_pending counts fires not yet handed to comp_handler;
 	 * kick_flags holds SRX_CQ_KICK_QUEUED while one of the two is queued;
-	 * kicks counts holds on the CQ by posters that raise an event or an
-	 * error after dropping the lock, and by queued deliveries, so that
-	 * destroy can wait for the last of them.
+	 * kicks counts events raised and not yet delivered, each a hold on
+	 * the CQ, so that destroy can wait for the last of them.
 	 */
 	int comp_cpu;
 	atomic_t events_pending;
