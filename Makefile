@@ -53,6 +53,7 @@ SELFTEST_SH  := $(wildcard $(TOP)/selftests/*_test.sh)
 VM_TESTS     := $(TOP)/selftests/install_test.sh $(SELFTESTS) \
                 $(filter-out %/install_test.sh,$(SELFTEST_SH))
 WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
+KCQ_MODULE   := $(TOP)/selftests/kcq_module/srx_kcq_test.ko
 
 HELPER_SRC   := $(wildcard $(TOP)/selftests/helpers/*.c)
 HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
@@ -85,6 +86,9 @@ module:
 
 $(WARN_MODULE): $(TOP)/selftests/warn_module/srx_warn_test.c
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module modules
+
+$(KCQ_MODULE): $(TOP)/selftests/kcq_module/srx_kcq_test.c
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module W=1 modules
 
 # ---------------------------------------------------------------------------
 # Provider
@@ -143,7 +147,7 @@ $(KSELFTEST):
 		'linux-source-6.1/tools/testing/selftests/kselftest_harness.h' \
 		'linux-source-6.1/tools/testing/selftests/kselftest.h'
 
-selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE)
+selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE)
 
 $(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
 	@echo "  CC      selftests/$(notdir $@)"
@@ -229,4 +233,5 @@ demo:
 clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module clean 2>/dev/null || true
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module clean 2>/dev/null || true
 	rm -rf $(BUILD)
