@@ -441,10 +441,25 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		return -EOPNOTSUPP;
 
 	mutex_lock(&qp->state_mutex);
-	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : READ_ONCE(qp->state);
+	/*
+	 * The transition is checked from the state the QP is really in.
+	 * IB_QP_CUR_STATE is the caller's belief about it (IBTA 1.4 section
+	 * 11.2.5.2): a wrong belief fails, and is never used in place of the
+	 * real state. Linux 6.1's core passes it on unchecked, so a QP in
+	 * RESET told {RTS, CUR_STATE=RTS} would otherwise pass as RTS -> RTS
+	 * and reach RTS without an address, a destination QPN or PSNs.
+	 * ib_modify_qp_is_ok() then checks the required and optional masks of
+	 * that transition, CUR_STATE included (optional only from RTR, RTS,
+	 * SQD and SQE).
+	 */
+	cur = READ_ONCE(qp->state);
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		ret = -EINVAL;
+		goto out;
+	}
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 
-	if (cur > IB_QPS_ERR || next > IB_QPS_ERR ||
+	if (next > IB_QPS_ERR ||
 	    !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
 		ret = -EINVAL;
 		goto out;

@@ -349,6 +349,78 @@ TEST_F(qp, illegal_transitions)
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
+/*
+ * IBV_QP_CUR_STATE is the caller's belief about the current state: a wrong
+ * one fails with EINVAL and leaves the QP where it was, a right one is an
+ * optional attribute where the IB state table allows it (from RTR, RTS,
+ * SQD, SQE) and nowhere else. A QP in RESET told it is in RTS must not
+ * reach RTS without ever getting an address, a destination or PSNs.
+ */
+TEST_F(qp, cur_state_is_checked)
+{
+	enum ibv_qp_type type = variant->type;
+	struct ibv_qp_attr attr;
+	struct ibv_qp *qp;
+	int mask;
+
+	qp = qp_create(self, type);
+	ASSERT_NE(NULL, qp);
+
+	/* RESET, claimed RTS: would pass as RTS -> RTS, which needs nothing. */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.cur_qp_state = IBV_QPS_RTS;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE))
+		TH_LOG("RESET claimed RTS -> RTS");
+	EXPECT_EQ(IBV_QPS_RESET, qp_state(qp));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
+
+	/* RESET and INIT, claimed RTR, with everything RTR -> RTS needs. */
+	mask = qp_attr(self, type, IBV_QPS_RTS, &attr);
+	attr.cur_qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask | IBV_QP_CUR_STATE))
+		TH_LOG("RESET claimed RTR -> RTS");
+	EXPECT_EQ(IBV_QPS_RESET, qp_state(qp));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_INIT));
+	mask = qp_attr(self, type, IBV_QPS_RTS, &attr);
+	attr.cur_qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask | IBV_QP_CUR_STATE))
+		TH_LOG("INIT claimed RTR -> RTS");
+	EXPECT_EQ(IBV_QPS_INIT, qp_state(qp));
+
+	/* The truth, where CUR_STATE is not an attribute of the transition. */
+	mask = qp_attr(self, type, IBV_QPS_RTR, &attr);
+	attr.cur_qp_state = IBV_QPS_INIT;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask | IBV_QP_CUR_STATE))
+		TH_LOG("INIT (true) -> RTR");
+	EXPECT_EQ(IBV_QPS_INIT, qp_state(qp));
+
+	/* The truth where it is: RTR -> RTS, RTS -> RTS. */
+	mask = qp_attr(self, type, IBV_QPS_RTR, &attr);
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, mask));
+	mask = qp_attr(self, type, IBV_QPS_RTS, &attr);
+	attr.cur_qp_state = IBV_QPS_SQD;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, mask | IBV_QP_CUR_STATE))
+		TH_LOG("RTR claimed SQD -> RTS");
+	EXPECT_EQ(IBV_QPS_RTR, qp_state(qp));
+	attr.cur_qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &attr, mask | IBV_QP_CUR_STATE))
+		TH_LOG("RTR (true) -> RTS");
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(qp));
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.cur_qp_state = IBV_QPS_RTS;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE))
+		TH_LOG("RTS (true) -> RTS");
+	attr.cur_qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_CUR_STATE))
+		TH_LOG("RTS claimed RTR -> RTS");
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(qp));
+
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
 /* Each attribute a transition requires, left out in turn: EINVAL. */
 TEST_F(qp, missing_required_attributes)
 {
