@@ -54,6 +54,7 @@ VM_TESTS     := $(TOP)/selftests/install_test.sh $(SELFTESTS) \
                 $(filter-out %/install_test.sh,$(SELFTEST_SH))
 WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
 KCQ_MODULE   := $(TOP)/selftests/kcq_module/srx_kcq_test.ko
+KCONSUMER_MODULE := $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.ko
 
 HELPER_SRC   := $(wildcard $(TOP)/selftests/helpers/*.c)
 HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
@@ -89,6 +90,8 @@ $(WARN_MODULE): $(TOP)/selftests/warn_module/srx_warn_test.c
 
 $(KCQ_MODULE): $(TOP)/selftests/kcq_module/srx_kcq_test.c
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module W=1 modules
+$(KCONSUMER_MODULE): $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.c
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer W=1 modules
 
 # ---------------------------------------------------------------------------
 # Provider
@@ -147,7 +150,7 @@ $(KSELFTEST):
 		'linux-source-6.1/tools/testing/selftests/kselftest_harness.h' \
 		'linux-source-6.1/tools/testing/selftests/kselftest.h'
 
-selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE)
+selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE) $(KCONSUMER_MODULE)
 
 $(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
 	@echo "  CC      selftests/$(notdir $@)"
@@ -234,4 +237,5 @@ clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module clean 2>/dev/null || true
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer clean 2>/dev/null || true
 	rm -rf $(BUILD)

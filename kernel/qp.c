@@ -550,7 +550,8 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 {
 	struct srx_wq *wq = &qp->sq;
 	struct srx_send_wqe *wqe;
-	u32 i, len = 0;
+	u64 len = 0;
+	u32 i;
 
 	lockdep_assert_held(&wq->lock);
 
@@ -595,6 +596,7 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 	if (wr->send_flags & IB_SEND_INLINE) {
 		u8 *dst = (u8 *)(wqe + 1);
 
+		/* 64 bits: 32 lengths of up to 4 GiB cannot wrap past the check. */
 		for (i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		if (len > wq->max_inline)
