@@ -526,9 +526,18 @@ static void srx_qp_flush_if_error(struct srx_qp *qp)
 		srx_qp_flush(qp);
 }
 
-/* The doorbell of a user QP: its WQEs are already in the ring. */
-static int srx_qp_doorbell(struct srx_qp *qp)
+/*
+ * The doorbell of a user QP: its WQEs are already in the ring. It is a
+ * write() POST_SEND without work requests (the core passes a NULL list);
+ * one that carries work requests is not srx's interface, and dropping them
+ * with success would lose them silently.
+ *
+ * Context: process (the write() system call).
+ */
+static int srx_qp_doorbell(struct srx_qp *qp, const void *wr)
 {
+	if (wr)
+		return -EINVAL;
 	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
 	srx_qp_flush_if_error(qp);
 	return 0;
@@ -625,8 +634,12 @@ int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	if (qp->is_user)
-		return srx_qp_doorbell(qp);
+	if (qp->is_user) {
+		ret = srx_qp_doorbell(qp, wr);
+		if (ret)
+			*bad_wr = wr;
+		return ret;
+	}
 
 	if (READ_ONCE(qp->state) < IB_QPS_RTS &&
 	    READ_ONCE(qp->state) != IB_QPS_ERR) {
@@ -657,8 +670,13 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
-	if (qp->is_user)
-		return srx_qp_doorbell(qp);
+	/* Unreachable today (write() POST_RECV is not in uverbs_cmd_mask). */
+	if (qp->is_user) {
+		ret = srx_qp_doorbell(qp, wr);
+		if (ret)
+			*bad_wr = wr;
+		return ret;
+	}
 
 	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
 		*bad_wr = wr;
