@@ -115,10 +115,23 @@ static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 
 /*
  * Complete every WQE between the kernel's consumer index and the producer
- * index with IB_WC_WR_FLUSH_ERR. Every flushed WQE completes, signaled or
- * not: selective signaling only suppresses successful completions (IBTA
- * 1.4 section 10.8.6). From a user ring only wr_id and the opcode are read,
- * each once; a producer index that cannot be honest flushes nothing.
+ * index with IB_WC_WR_FLUSH_ERR, if the QP is in the error state.
+ *
+ * The state is read under the lock because the caller's own look at it is
+ * stale by now: a doorbell that saw ERR may get here after the QP went
+ * ERR -> RESET -> INIT and new WQEs were posted, which must stay queued.
+ * Reading it here is enough. RESET stores the state and then takes this
+ * lock to discard (srx_modify_qp()), so a flush that takes the lock after
+ * that discard sees RESET or a later state; one that took it before cannot
+ * see WQEs published after the modify returned. Every WQE a flush
+ * completes was therefore posted while the QP was in (or entering) the
+ * error state, and kcons, which only moves under this lock, makes each
+ * complete exactly once.
+ *
+ * Every flushed WQE completes, signaled or not: selective signaling only
+ * suppresses successful completions (IBTA 1.4 section 10.8.6). From a user
+ * ring only wr_id and the opcode are read, each once; a producer index that
+ * cannot be honest flushes nothing.
  */
 static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send)
 {
@@ -129,6 +142,10 @@ static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send)
 	u32 prod, avail, flushed = 0;
 
 	spin_lock_irqsave(&wq->lock, flags);
+	if (READ_ONCE(qp->state) != IB_QPS_ERR) {
+		spin_unlock_irqrestore(&wq->lock, flags);
+		return;
+	}
 	prod = srx_wq_prod(qp, wq);
 	avail = srx_ring_avail(prod, wq->kcons, wq->entries);
 	if (!srx_ring_index_ok(prod, wq->kcons, wq->entries))

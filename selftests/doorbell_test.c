@@ -9,6 +9,9 @@
  *    dropping them with success would lose them. The empty one, the
  *    doorbell, works.
  *
+ *  - A doorbell that saw the QP in ERR must not flush receives posted after
+ *    the QP went on to RESET and INIT.
+ *
  * The rings are found through /proc/self/maps and srx-abi.h's layout (a
  * control block at offset 0 of each mapping), never through libsrx's
  * private structures. Threads never ASSERT: they record and the test
@@ -210,6 +213,60 @@ static int db_make_qp(FIXTURE_DATA(db) *self, uint32_t swr, uint32_t rwr,
 	return 0;
 }
 
+/*
+ * Switch the kernel's preemption model (PREEMPT_DYNAMIC, through debugfs)
+ * to @model, remembering the current one for the teardown. 0, or -1 when
+ * the kernel cannot switch.
+ */
+static int db_set_preempt(FIXTURE_DATA(db) *self, const char *model)
+{
+	const char *path = "/sys/kernel/debug/sched/preempt";
+	char line[128], *open_p, *close_p;
+	FILE *f;
+
+	if (access(path, F_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	/* "none (voluntary) full": the current one is in parentheses. */
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	open_p = strchr(line, '(');
+	close_p = open_p ? strchr(open_p, ')') : NULL;
+	if (!close_p || close_p - open_p - 1 >= (int)sizeof(self->preempt))
+		return -1;
+	if (!self->preempt[0]) {
+		memcpy(self->preempt, open_p + 1, close_p - open_p - 1);
+		self->preempt[close_p - open_p - 1] = '\0';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	if (fputs(model, f) < 0) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+static int db_pin(int cpu, int fifo_prio)
+{
+	struct sched_param sp = { .sched_priority = fifo_prio };
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+		return -1;
+	if (fifo_prio && pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		return -1;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* write() POST_SEND and POST_RECV with work requests                 */
 /* ------------------------------------------------------------------ */
@@ -266,6 +323,194 @@ TEST_F(db, post_recv_by_write_fails)
 	TH_LOG("write() POST_RECV: %s", strerror(ret));
 	EXPECT_NE(0, ret);
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, wc, 4, 200));
+}
+
+/* ------------------------------------------------------------------ */
+/* A doorbell that saw ERR, after RESET and INIT                      */
+/* ------------------------------------------------------------------ */
+
+#define RACE_ITERATIONS 150
+#define RACE_BUDGET_NS (40ull * 1000000000ull)
+#define RACE_RECVS 8
+
+struct race {
+	volatile struct srx_wq_ctrl *sq;
+	uint32_t sq_entries;
+	struct ibv_qp *qp;
+	_Atomic bool stop;
+	_Atomic bool hold;		/* main asks the holder to take the CPU */
+	_Atomic bool holding;		/* the holder has it */
+	_Atomic uint64_t doorbells;
+	const char *fail;
+};
+
+/*
+ * Ring doorbells, each with the send queue claiming a whole ring: the flush
+ * of the send queue comes first, so each doorbell spends most of its time
+ * there, after it looked at the state and before the receive queue.
+ */
+static void *race_doorbell_main(void *arg)
+{
+	struct race *r = arg;
+
+	if (db_pin(DB_CPU, 0)) {
+		r->fail = "pinning the doorbell thread";
+		return NULL;
+	}
+	while (!r->stop) {
+		r->sq->prod = r->sq->cons + r->sq_entries;
+		if (raw_post_send(r->qp, 0, NULL)) {
+			r->fail = "doorbell failed";
+			break;
+		}
+		atomic_fetch_add(&r->doorbells, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A SCHED_FIFO thread on the doorbell's CPU that, when asked, takes the CPU
+ * at its next timer tick and keeps it until released. Under full
+ * preemption its wake-up preempts the doorbell thread at the first point
+ * the kernel allows, typically right where a flush drops a work queue's
+ * lock: the doorbell then sits between its look at the state and its next
+ * batch for as long as the main thread needs.
+ */
+static void *race_holder_main(void *arg)
+{
+	struct race *r = arg;
+	struct timespec ts = { .tv_nsec = 200000 };
+
+	if (db_pin(DB_CPU, 10)) {
+		r->fail = "SCHED_FIFO on the doorbell's CPU";
+		return NULL;
+	}
+	while (!r->stop) {
+		nanosleep(&ts, NULL);
+		if (!atomic_load(&r->hold))
+			continue;
+		atomic_store(&r->holding, true);
+		while (atomic_load(&r->hold) && !r->stop)
+			;
+		atomic_store(&r->holding, false);
+	}
+	return NULL;
+}
+
+static bool race_wait(_Atomic bool *flag, bool want, uint64_t ms)
+{
+	uint64_t end = srx_test_now_ns() + ms * 1000000;
+
+	while (atomic_load(flag) != want)
+		if (srx_test_now_ns() > end)
+			return false;
+	return true;
+}
+
+/*
+ * Each iteration: with the QP in ERR and doorbells ringing, take the
+ * doorbell's CPU, move the QP to RESET and INIT, post receives, let the
+ * doorbell go on, and check that none of those receives completed while
+ * the QP is in INIT; then move to ERR, where each must complete exactly
+ * once.
+ */
+TEST_F_TIMEOUT(db, no_flush_after_reset, 120)
+{
+	struct ibv_recv_wr wr[RACE_RECVS], *bad;
+	pthread_t ring, holder;
+	uint64_t end, it, early = 0, held = 0;
+	struct ibv_wc wc[RACE_RECVS * 2];
+	struct race r = {};
+	cpu_set_t set;
+	unsigned int i;
+
+	if (db_set_preempt(self, "full"))
+		SKIP(return, "needs PREEMPT_DYNAMIC and debugfs");
+	ASSERT_EQ(0, db_make_qp(self, 32768, 64, 1, 256));
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_INIT));
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_ERR));
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	ASSERT_EQ(0, pthread_setaffinity_np(pthread_self(), sizeof(set), &set));
+	r.sq = self->sq;
+	r.sq_entries = self->sq_entries;
+	r.qp = self->qp;
+	ASSERT_EQ(0, pthread_create(&ring, NULL, race_doorbell_main, &r));
+	ASSERT_EQ(0, pthread_create(&holder, NULL, race_holder_main, &r));
+
+	end = srx_test_now_ns() + RACE_BUDGET_NS;
+	for (it = 0; it < RACE_ITERATIONS && srx_test_now_ns() < end; it++) {
+		uint64_t db0;
+		int got, n = 0, seen = 0;
+
+		atomic_store(&r.hold, true);
+		if (race_wait(&r.holding, true, 1000))
+			held++;
+		if (srx_qp_move(self->qp, IBV_QPS_RESET) ||
+		    srx_qp_move(self->qp, IBV_QPS_INIT))
+			break;
+		for (i = 0; i < RACE_RECVS; i++) {
+			memset(&wr[i], 0, sizeof(wr[i]));
+			wr[i].wr_id = it << 16 | i;
+			wr[i].next = i + 1 < RACE_RECVS ? &wr[i + 1] : NULL;
+		}
+		if (ibv_post_recv(self->qp, wr, &bad))
+			break;
+		db0 = atomic_load(&r.doorbells);
+		atomic_store(&r.hold, false);
+		race_wait(&r.holding, false, 1000);
+		/* Two more doorbells: the one that was held has finished. */
+		while (atomic_load(&r.doorbells) < db0 + 2 && !r.fail &&
+		       srx_test_now_ns() < end)
+			;
+		got = ibv_poll_cq(self->rcq, RACE_RECVS * 2, wc);
+		if (got > 0) {
+			early += got;
+			TH_LOG("iteration %llu: %d receives completed in INIT, first wr_id %#llx status %d",
+			       (unsigned long long)it, got,
+			       (unsigned long long)wc[0].wr_id, wc[0].status);
+			break;
+		}
+
+		if (srx_qp_move(self->qp, IBV_QPS_ERR))
+			break;
+		while (n < RACE_RECVS && seen++ < 1000) {
+			got = srx_wait_cqes(self->rcq, wc + n, RACE_RECVS - n, 10);
+			for (i = 0; i < (unsigned int)got; i++)
+				if (wc[n + i].wr_id != (it << 16 | (n + i)))
+					break;
+			if (i < (unsigned int)got) {
+				TH_LOG("iteration %llu: wr_id %#llx, expected %#llx",
+				       (unsigned long long)it,
+				       (unsigned long long)wc[n + i].wr_id,
+				       (unsigned long long)(it << 16 | (n + i)));
+				early++;
+				break;
+			}
+			n += got;
+		}
+		if (early || n != RACE_RECVS)
+			break;
+		if (ibv_poll_cq(self->rcq, 1, wc) != 0) {
+			TH_LOG("iteration %llu: a receive completed twice",
+			       (unsigned long long)it);
+			early++;
+			break;
+		}
+	}
+	r.stop = true;
+	atomic_store(&r.hold, false);
+	pthread_join(ring, NULL);
+	pthread_join(holder, NULL);
+
+	TH_LOG("%llu iterations (%llu with the doorbell's CPU held), %llu doorbells",
+	       (unsigned long long)it, (unsigned long long)held,
+	       (unsigned long long)atomic_load(&r.doorbells));
+	ASSERT_EQ(NULL, r.fail) TH_LOG("%s", r.fail);
+	EXPECT_EQ(0u, early);
+	EXPECT_LE(20u, it) TH_LOG("too few iterations to mean anything");
+	EXPECT_LE(it / 2, held);
+	EXPECT_EQ(0, srx_kmsg_bad(self->kmsg));
 }
 
 TEST_HARNESS_MAIN
