@@ -15,6 +15,11 @@
  * process context. Lock order: state_mutex, then a work queue's lock, then
  * a CQ's lock; state_lock nests inside state_mutex and is never held while
  * taking another lock.
+ *
+ * A flush holds a work queue's lock (interrupts off) for at most
+ * SRX_FLUSH_BATCH WQEs at a time, whatever the ring size, and lets the
+ * scheduler in between batches when its caller may sleep: a process can
+ * ring the doorbell in a loop with a producer index a whole ring ahead.
  */
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -27,7 +32,10 @@
 #include "ring.h"
 #include "ucontext.h"
 
-/* Completions a flush hands to the CQ at a time. */
+/*
+ * WQEs a flush completes per hold of the work queue's lock, and per call of
+ * srx_cq_post(): the bound on how long a flush keeps interrupts off.
+ */
 #define SRX_FLUSH_BATCH 16
 
 static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
@@ -114,16 +122,18 @@ static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 }
 
 /*
- * Complete every WQE between the kernel's consumer index and the producer
- * index with IB_WC_WR_FLUSH_ERR, if the QP is in the error state.
+ * One batch of a flush: under the work queue's lock, re-read the QP state
+ * and the producer index, and complete up to @budget WQEs from the kernel's
+ * consumer index on with IB_WC_WR_FLUSH_ERR. Returns how many it completed;
+ * fewer than @budget (0 included) means the queue is done for this flush.
  *
  * The state is read under the lock because the caller's own look at it is
  * stale by now: a doorbell that saw ERR may get here after the QP went
  * ERR -> RESET -> INIT and new WQEs were posted, which must stay queued.
  * Reading it here is enough. RESET stores the state and then takes this
- * lock to discard (srx_modify_qp()), so a flush that takes the lock after
- * that discard sees RESET or a later state; one that took it before cannot
- * see WQEs published after the modify returned. Every WQE a flush
+ * lock to discard (srx_modify_qp()), so a batch that takes the lock after
+ * that discard sees RESET or a later state; a batch that took it before
+ * cannot see WQEs published after the modify returned. Every WQE a batch
  * completes was therefore posted while the QP was in (or entering) the
  * error state, and kcons, which only moves under this lock, makes each
  * complete exactly once.
@@ -133,54 +143,87 @@ static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
  * ring only wr_id and the opcode are read, each once; a producer index that
  * cannot be honest flushes nothing.
  */
-static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send)
+static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
+			      struct srx_cq *cq, u32 budget)
 {
-	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
-					     qp->base_qp.recv_cq);
 	struct srx_cqe cqes[SRX_FLUSH_BATCH];
 	unsigned long flags;
-	u32 prod, avail, flushed = 0;
+	u32 prod, n, i;
 
 	spin_lock_irqsave(&wq->lock, flags);
 	if (READ_ONCE(qp->state) != IB_QPS_ERR) {
-		spin_unlock_irqrestore(&wq->lock, flags);
-		return;
+		n = 0;
+		goto out;
 	}
 	prod = srx_wq_prod(qp, wq);
-	avail = srx_ring_avail(prod, wq->kcons, wq->entries);
 	if (!srx_ring_index_ok(prod, wq->kcons, wq->entries))
 		srx_count(qp->sdev, SRX_CNT_BAD_USER_INDEX, 1);
+	n = min3(srx_ring_avail(prod, wq->kcons, wq->entries), budget,
+		 (u32)SRX_FLUSH_BATCH);
 
-	while (avail) {
-		u32 n = min_t(u32, avail, SRX_FLUSH_BATCH), i;
+	memset(cqes, 0, n * sizeof(cqes[0]));
+	for (i = 0; i < n; i++) {
+		void *slot = srx_wq_slot(wq, wq->kcons + i);
 
-		memset(cqes, 0, n * sizeof(cqes[0]));
-		for (i = 0; i < n; i++) {
-			void *slot = srx_wq_slot(wq, wq->kcons + i);
+		cqes[i].status = IB_WC_WR_FLUSH_ERR;
+		cqes[i].qp_num = qp->base_qp.qp_num;
+		if (send) {
+			struct srx_send_wqe *wqe = slot;
 
-			cqes[i].status = IB_WC_WR_FLUSH_ERR;
-			cqes[i].qp_num = qp->base_qp.qp_num;
-			if (send) {
-				struct srx_send_wqe *wqe = slot;
+			cqes[i].wr_id = READ_ONCE(wqe->wr_id);
+			cqes[i].opcode =
+				srx_wr_to_wc_opcode(READ_ONCE(wqe->opcode));
+		} else {
+			struct srx_recv_wqe *wqe = slot;
 
-				cqes[i].wr_id = READ_ONCE(wqe->wr_id);
-				cqes[i].opcode =
-					srx_wr_to_wc_opcode(READ_ONCE(wqe->opcode));
-			} else {
-				struct srx_recv_wqe *wqe = slot;
-
-				cqes[i].wr_id = READ_ONCE(wqe->wr_id);
-				cqes[i].opcode = IB_WC_RECV;
-			}
+			cqes[i].wr_id = READ_ONCE(wqe->wr_id);
+			cqes[i].opcode = IB_WC_RECV;
 		}
+	}
+	if (n) {
 		wq->kcons += n;
-		avail -= n;
-		flushed += n;
 		/* An overrun here changes nothing: the QP is already in error. */
 		srx_cq_post(cq, cqes, n, &qp->base_qp);
 	}
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
+out:
 	spin_unlock_irqrestore(&wq->lock, flags);
+	return n;
+}
+
+/*
+ * Complete, as flushed, the WQEs of @wq that were published when this call
+ * began (and any published meanwhile, within the budget), in batches.
+ *
+ * The budget of one ring's worth bounds the call even if a producer keeps
+ * publishing, and still reaches every WQE published before the call: an
+ * honest producer is never more than a ring ahead of kcons. Between
+ * batches, a caller that may sleep (@may_sleep: modify_qp, the doorbell)
+ * lets the scheduler in; a kernel poster, which may be in atomic context,
+ * only reopens interrupts, and flushes no more than a ring it filled itself.
+ *
+ * Context: any; may sleep if @may_sleep.
+ */
+static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send,
+			 bool may_sleep)
+{
+	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
+					     qp->base_qp.recv_cq);
+	u32 budget = wq->entries, flushed = 0, n;
+
+	if (may_sleep)
+		might_sleep();
+
+	while (budget) {
+		n = srx_wq_flush_batch(qp, wq, send, cq,
+				       min_t(u32, budget, SRX_FLUSH_BATCH));
+		flushed += n;
+		budget -= n;
+		if (n < SRX_FLUSH_BATCH)
+			break;
+		if (may_sleep)
+			cond_resched();
+	}
 
 	if (flushed)
 		srx_count(qp->sdev, SRX_CNT_WQES_FLUSHED, flushed);
@@ -215,10 +258,10 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 	smp_mb();
 }
 
-static void srx_qp_flush(struct srx_qp *qp)
+static void srx_qp_flush(struct srx_qp *qp, bool may_sleep)
 {
-	srx_wq_flush(qp, &qp->sq, true);
-	srx_wq_flush(qp, &qp->rq, false);
+	srx_wq_flush(qp, &qp->sq, true, may_sleep);
+	srx_wq_flush(qp, &qp->rq, false, may_sleep);
 }
 
 static int srx_qp_check_cap(const struct ib_qp_cap *cap)
@@ -496,7 +539,7 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			srx_wq_discard(qp, &qp->sq);
 			srx_wq_discard(qp, &qp->rq);
 		} else if (next == IB_QPS_ERR) {
-			srx_qp_flush(qp);
+			srx_qp_flush(qp, true);
 		}
 	}
 out:
@@ -536,11 +579,11 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * they must complete as flushed. The barrier is the poster's half of the
  * doorbell contract (srx-abi.h): producer index before the state load.
  */
-static void srx_qp_flush_if_error(struct srx_qp *qp)
+static void srx_qp_flush_if_error(struct srx_qp *qp, bool may_sleep)
 {
 	smp_mb();
 	if (READ_ONCE(qp->state) == IB_QPS_ERR)
-		srx_qp_flush(qp);
+		srx_qp_flush(qp, may_sleep);
 }
 
 /*
@@ -549,14 +592,14 @@ static void srx_qp_flush_if_error(struct srx_qp *qp)
  * one that carries work requests is not srx's interface, and dropping them
  * with success would lose them silently.
  *
- * Context: process (the write() system call).
+ * Context: process (the write() system call); may sleep.
  */
 static int srx_qp_doorbell(struct srx_qp *qp, const void *wr)
 {
 	if (wr)
 		return -EINVAL;
 	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
-	srx_qp_flush_if_error(qp);
+	srx_qp_flush_if_error(qp, true);
 	return 0;
 }
 
@@ -675,7 +718,7 @@ int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	smp_store_release(&qp->sq.ctrl->prod, qp->sq.kprod);
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
 
-	srx_qp_flush_if_error(qp);
+	srx_qp_flush_if_error(qp, false);
 	return ret;
 }
 
@@ -724,6 +767,6 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	smp_store_release(&wq->ctrl->prod, wq->kprod);
 	spin_unlock_irqrestore(&wq->lock, flags);
 
-	srx_qp_flush_if_error(qp);
+	srx_qp_flush_if_error(qp, false);
 	return ret;
 }

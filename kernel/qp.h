@@ -17,7 +17,11 @@ struct srx_mmap_entry;
  * both ends are in srx_post_send()/srx_post_recv() and the kernel.
  */
 struct srx_wq {
-	/* lock protects kcons, kprod and the kernel-written ring words. */
+	/*
+	 * lock protects kcons, kprod and the kernel-written ring words. A
+	 * flush holds it for one batch (SRX_FLUSH_BATCH WQEs) at a time and
+	 * reads the QP state under it (qp.c, srx_wq_flush_batch()).
+	 */
 	spinlock_t lock;
 	u32 kcons;			/* WQEs the kernel has taken */
 	u32 kprod;			/* kernel QPs: WQEs posted */
