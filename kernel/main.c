@@ -18,12 +18,25 @@
 #endif
 
 /*
+ * Makes srx_newlink()'s "this netdev has no srx device yet" and the
+ * registration that gives it one a single step. The core calls newlink with
+ * link_ops_rwsem held for read only, so two `rdma link add` on one netdev
+ * would otherwise both pass the check and register two devices: a device is
+ * found by ib_device_get_by_netdev() only once ib_register_device() has
+ * finished. Taken only here, outermost: registration takes the core's
+ * locks and may take RTNL under it, and nothing that holds RTNL (the netdev
+ * notifier, queued unregistration) or a core lock ever takes it.
+ */
+static DEFINE_MUTEX(srx_newlink_lock);
+
+/*
  * Context: process, under the core's link_ops_rwsem (read); @netdev is held
- * by the caller for the duration.
+ * by the caller for the duration. Takes srx_newlink_lock.
  */
 static int srx_newlink(const char *name, struct net_device *netdev)
 {
 	struct ib_device *exists;
+	int ret;
 
 	/* RoCE needs Ethernet framing: virtio, veth, VLAN, bond, tap... */
 	if (netdev->type != ARPHRD_ETHER) {
@@ -46,15 +59,18 @@ static int srx_newlink(const char *name, struct net_device *netdev)
 		return -EOPNOTSUPP;
 	}
 
+	mutex_lock(&srx_newlink_lock);
 	exists = ib_device_get_by_netdev(netdev, SRX_DRIVER_ID);
 	if (exists) {
 		pr_info("srx: %s already has device %s\n", netdev->name,
 			dev_name(&exists->dev));
 		ib_device_put(exists);
-		return -EEXIST;
+		ret = -EEXIST;
+	} else {
+		ret = srx_device_add(name, netdev);
 	}
-
-	return srx_device_add(name, netdev);
+	mutex_unlock(&srx_newlink_lock);
+	return ret;
 }
 
 static struct rdma_link_ops srx_link_ops = {
