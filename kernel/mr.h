@@ -13,8 +13,15 @@ struct srx_pd {
 
 /*
  * A memory region. Its lkey and rkey are the same: the index in the
- * device's mr_xa in bits 31..8 and a rolling key byte in bits 7..0, so a
- * key that was freed and reallocated does not match a stale copy.
+ * device's mr_xa in bits 31..8 and a random key byte in bits 7..0, drawn at
+ * every registration (mr.c). Random rather than rolling: a peer must not
+ * predict the keys of other registrations from its own (ReDMArk, USENIX
+ * Security 2021, forged keys of RNICs whose keys were predictable). A stale
+ * key outlives its region harmlessly: the index is allocated cyclically
+ * over 24 bits, so it comes back only after 2^24 registrations, and then
+ * matches with probability 1/256. The byte that rolls, one registration
+ * after the other, is the consumer's key byte of a fast-registration MR
+ * (ib_update_fast_reg_key()), which arrives with IB_WR_REG_MR.
  */
 struct srx_mr {
 	struct ib_mr base_mr;
