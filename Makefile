@@ -55,6 +55,7 @@ VM_TESTS     := $(TOP)/selftests/install_test.sh $(SELFTESTS) \
 WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
 KCQ_MODULE   := $(TOP)/selftests/kcq_module/srx_kcq_test.ko
 KCONSUMER_MODULE := $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.ko
+KVERBS_MODULE := $(TOP)/selftests/kverbs_module/srx_kverbs_test.ko
 
 HELPER_SRC   := $(wildcard $(TOP)/selftests/helpers/*.c)
 HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
@@ -92,6 +93,8 @@ $(KCQ_MODULE): $(TOP)/selftests/kcq_module/srx_kcq_test.c
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module W=1 modules
 $(KCONSUMER_MODULE): $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.c
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer W=1 modules
+$(KVERBS_MODULE): $(TOP)/selftests/kverbs_module/srx_kverbs_test.c $(TOP)/include/uapi/rdma/srx-abi.h
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module W=1 modules
 
 # ---------------------------------------------------------------------------
 # Provider
@@ -150,7 +153,8 @@ $(KSELFTEST):
 		'linux-source-6.1/tools/testing/selftests/kselftest_harness.h' \
 		'linux-source-6.1/tools/testing/selftests/kselftest.h'
 
-selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE) $(KCONSUMER_MODULE)
+selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE) $(KCONSUMER_MODULE) \
+           $(KVERBS_MODULE)
 
 $(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
 	@echo "  CC      selftests/$(notdir $@)"
@@ -238,4 +242,5 @@ clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer clean 2>/dev/null || true
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module clean 2>/dev/null || true
 	rm -rf $(BUILD)

@@ -253,6 +253,99 @@ static void srx_init_attrs(struct srx_device *sdev)
 }
 
 /*
+ * Features a send opcode or an access right needs, each named by the
+ * attribute that announces it.
+ */
+enum srx_feature {
+	SRX_FEAT_BASE,		/* always there */
+	SRX_FEAT_ATOMIC,	/* atomic_cap != IB_ATOMIC_NONE */
+	SRX_FEAT_MASKED_ATOMIC,	/* masked_atomic_cap != IB_ATOMIC_NONE */
+	SRX_FEAT_MW,		/* IB_DEVICE_MEM_WINDOW: memory windows */
+	SRX_FEAT_MEM_MGT,	/* IB_DEVICE_MEM_MGT_EXTENSIONS: fast reg, invalidate */
+	SRX_FEAT_COUNT
+};
+
+#define SRX_QPT_CONN	(BIT(IB_QPT_RC) | BIT(IB_QPT_UC))
+#define SRX_QPT_ALL	(SRX_QPT_CONN | BIT(IB_QPT_UD) | BIT(IB_QPT_GSI))
+
+/*
+ * Send opcodes of RoCE: the QP types that have each and the feature it
+ * needs. Wire operations by service type as the IBTA assigns them (rdma_rxe's
+ * rxe_wr_opcode_info in rxe_opcode.c has the same split); the local ones on
+ * connected QPs. Absent here, and so never accepted: LSO (needs
+ * IB_DEVICE_UD_TSO), RDMA_READ_WITH_INV (iWARP only), REG_MR_INTEGRITY and
+ * the drivers' reserved opcodes.
+ */
+static const struct {
+	u8 qp_types;		/* BIT(enum ib_qp_type) */
+	u8 feature;		/* enum srx_feature */
+} srx_send_opcodes[] = {
+	[IB_WR_SEND]			= { SRX_QPT_ALL, SRX_FEAT_BASE },
+	[IB_WR_SEND_WITH_IMM]		= { SRX_QPT_ALL, SRX_FEAT_BASE },
+	[IB_WR_RDMA_WRITE]		= { SRX_QPT_CONN, SRX_FEAT_BASE },
+	[IB_WR_RDMA_WRITE_WITH_IMM]	= { SRX_QPT_CONN, SRX_FEAT_BASE },
+	[IB_WR_RDMA_READ]		= { BIT(IB_QPT_RC), SRX_FEAT_BASE },
+	[IB_WR_ATOMIC_CMP_AND_SWP]	= { BIT(IB_QPT_RC), SRX_FEAT_ATOMIC },
+	[IB_WR_ATOMIC_FETCH_AND_ADD]	= { BIT(IB_QPT_RC), SRX_FEAT_ATOMIC },
+	[IB_WR_MASKED_ATOMIC_CMP_AND_SWP] = { BIT(IB_QPT_RC),
+					      SRX_FEAT_MASKED_ATOMIC },
+	[IB_WR_MASKED_ATOMIC_FETCH_AND_ADD] = { BIT(IB_QPT_RC),
+						SRX_FEAT_MASKED_ATOMIC },
+	[IB_WR_SEND_WITH_INV]		= { BIT(IB_QPT_RC), SRX_FEAT_MEM_MGT },
+	[IB_WR_LOCAL_INV]		= { SRX_QPT_CONN, SRX_FEAT_MEM_MGT },
+	[IB_WR_BIND_MW]			= { SRX_QPT_CONN, SRX_FEAT_MW },
+	[IB_WR_REG_MR]			= { SRX_QPT_CONN, SRX_FEAT_MEM_MGT },
+};
+
+/* Access rights and the feature each needs beyond the base ones. */
+#define SRX_MR_ACCESS_BASE (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			    IB_ACCESS_REMOTE_READ | IB_ACCESS_HUGETLB | \
+			    IB_ACCESS_OPTIONAL)
+#define SRX_QP_ACCESS_BASE (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			    IB_ACCESS_REMOTE_READ)
+
+static void srx_init_accepts(struct srx_device *sdev)
+{
+	const struct ib_device_attr *a = &sdev->attrs;
+	struct srx_accepts *acc = &sdev->accepts;
+	bool has[SRX_FEAT_COUNT] = {
+		[SRX_FEAT_BASE] = true,
+		[SRX_FEAT_ATOMIC] = a->atomic_cap != IB_ATOMIC_NONE,
+		[SRX_FEAT_MASKED_ATOMIC] = a->masked_atomic_cap != IB_ATOMIC_NONE,
+		[SRX_FEAT_MW] = a->device_cap_flags & IB_DEVICE_MEM_WINDOW,
+		[SRX_FEAT_MEM_MGT] =
+			a->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS,
+	};
+	u32 op, t;
+
+	memset(acc, 0, sizeof(*acc));
+	for (op = 0; op < ARRAY_SIZE(srx_send_opcodes); op++) {
+		if (!has[srx_send_opcodes[op].feature])
+			continue;
+		for (t = 0; t < ARRAY_SIZE(acc->send_ops); t++)
+			if (srx_send_opcodes[op].qp_types & BIT(t))
+				acc->send_ops[t] |= BIT_ULL(op);
+	}
+
+	acc->mr_access = SRX_MR_ACCESS_BASE;
+	acc->qp_access = SRX_QP_ACCESS_BASE;
+	if (has[SRX_FEAT_ATOMIC]) {
+		acc->mr_access |= IB_ACCESS_REMOTE_ATOMIC;
+		acc->qp_access |= IB_ACCESS_REMOTE_ATOMIC;
+	}
+	if (has[SRX_FEAT_MW])
+		acc->mr_access |= IB_ACCESS_MW_BIND;
+}
+
+/* Whether a QP of @type takes send work requests with @opcode. */
+bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
+			u32 opcode)
+{
+	return type < ARRAY_SIZE(sdev->accepts.send_ops) && opcode < 64 &&
+	       (sdev->accepts.send_ops[type] & BIT_ULL(opcode));
+}
+
+/*
  * Create and register the device for @netdev.
  *
  * Context: process, from srx_newlink() under the core's link_ops_rwsem.
@@ -286,6 +379,7 @@ int srx_device_add(const char *name, struct net_device *netdev)
 
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, netdev->dev_addr);
 	srx_init_attrs(sdev);
+	srx_init_accepts(sdev);
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	strscpy(ibdev->node_desc, "srx", sizeof(ibdev->node_desc));
 	ibdev->phys_port_cnt = 1;

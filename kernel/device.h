@@ -50,6 +50,19 @@ struct srx_counters {
 	u64 cnt[SRX_CNT_COUNT];
 };
 
+/*
+ * What a device accepts, derived once from what it reports (device.c,
+ * srx_init_accepts()). A work request opcode or an access right is accepted
+ * exactly when the attribute that announces its feature is set, so the two
+ * cannot disagree, and turning a feature on is setting its attribute in
+ * srx_init_attrs() once the code behind it exists.
+ */
+struct srx_accepts {
+	u64 send_ops[IB_QPT_UD + 1];	/* BIT_ULL(IB_WR_*) per enum ib_qp_type */
+	int mr_access;			/* IB_ACCESS_* a registration may ask */
+	int qp_access;			/* IB_ACCESS_* a QP grants */
+};
+
 struct srx_device {
 	struct ib_device base_dev;
 	struct list_head list;		/* in srx_devices, device.c */
@@ -63,6 +76,7 @@ struct srx_device {
 	struct net_device *netdev;
 
 	struct ib_device_attr attrs;	/* fixed at creation, but max_cq */
+	struct srx_accepts accepts;	/* from attrs, fixed at creation */
 
 	spinlock_t port_lock;		/* protects port_state */
 	enum ib_port_state port_state;
@@ -96,6 +110,8 @@ static inline void srx_count(struct srx_device *sdev, enum srx_counter c,
 int srx_device_add(const char *name, struct net_device *netdev);
 void srx_device_netdev_event(struct srx_device *sdev, unsigned long event);
 u32 srx_device_max_cq(void);
+bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
+			u32 opcode);
 
 /* stats.c */
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,

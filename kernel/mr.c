@@ -32,19 +32,19 @@ int srx_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 }
 
 /*
- * Access rights srx understands. Remote write and remote atomic need local
- * write (ibv_reg_mr(3)); the core checks that for user MRs only, so srx
- * checks again for every caller. Zero-based and on-demand regions are not
- * supported and fall in the rejected bits.
+ * Access rights: those of the device's features (device.c,
+ * srx_init_accepts()); a right it does not report, such as remote atomic
+ * without atomic_cap or memory window binding without memory windows, is
+ * EINVAL, what ibv_reg_mr(3) promises for an invalid access value (EFA
+ * answers EOPNOTSUPP instead; the man page is what programs are written
+ * against). Remote write and remote atomic need local write (ibv_reg_mr(3));
+ * the core checks that for user MRs only, so srx checks again for every
+ * caller. Zero-based and on-demand regions are not supported and fall in
+ * the rejected bits.
  */
-#define SRX_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-		       IB_ACCESS_MW_BIND | IB_ACCESS_HUGETLB | \
-		       IB_ACCESS_OPTIONAL)
-
-static int srx_mr_check_access(int access)
+static int srx_mr_check_access(struct srx_device *sdev, int access)
 {
-	if (access & ~SRX_MR_ACCESS)
+	if (access & ~sdev->accepts.mr_access)
 		return -EINVAL;
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
@@ -104,7 +104,7 @@ struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access)
 	struct srx_mr *mr;
 	int ret;
 
-	ret = srx_mr_check_access(access);
+	ret = srx_mr_check_access(to_srx_dev(ibpd->device), access);
 	if (ret)
 		return ERR_PTR(ret);
 
@@ -124,7 +124,7 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct srx_mr *mr;
 	int ret;
 
-	ret = srx_mr_check_access(access);
+	ret = srx_mr_check_access(sdev, access);
 	if (ret)
 		return ERR_PTR(ret);
 	if (!length || length > sdev->attrs.max_mr_size ||

@@ -396,8 +396,20 @@ int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
-#define SRX_QP_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-		       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+/*
+ * Access flags a QP takes: the rights it can grant (device.c,
+ * srx_init_accepts()) and remote atomic whether or not it can grant it. The
+ * IB CM asks for remote atomic with remote read whenever the connection has
+ * responder resources (cm.c, cm_init_qp_init_attr()), for kernel ULPs and
+ * librdmacm alike, so refusing it would fail every such rdma_cm connection;
+ * a device without atomics takes the flag and does not grant it (query_qp
+ * reports what is granted), as siw does. Memory regions, which the CM does
+ * not set up, refuse it (mr.c).
+ */
+static int srx_qp_access_accepted(const struct srx_device *sdev)
+{
+	return sdev->accepts.qp_access | IB_ACCESS_REMOTE_ATOMIC;
+}
 
 /* Range checks of everything ib_modify_qp_is_ok() does not look at. */
 static int srx_qp_check_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
@@ -412,7 +424,7 @@ static int srx_qp_check_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
 	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index != 0)
 		return -EINVAL;
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~SRX_QP_ACCESS))
+	    (attr->qp_access_flags & ~srx_qp_access_accepted(qp->sdev)))
 		return -EINVAL;
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
@@ -459,7 +471,8 @@ static void srx_qp_store_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
 	if (mask & IB_QP_QKEY)
 		a->qkey = attr->qkey;
 	if (mask & IB_QP_ACCESS_FLAGS)
-		a->qp_access_flags = attr->qp_access_flags;
+		a->qp_access_flags = attr->qp_access_flags &
+				     qp->sdev->accepts.qp_access;
 	if (mask & IB_QP_PATH_MTU)
 		a->path_mtu = attr->path_mtu;
 	if (mask & IB_QP_TIMEOUT)
@@ -624,7 +637,9 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 
 	lockdep_assert_held(&wq->lock);
 
-	if (wr->num_sge > wq->max_sge || wr->opcode > IB_WR_SEND_WITH_INV)
+	/* An opcode the device does not report: EINVAL (ibv_post_send(3)). */
+	if (wr->num_sge > wq->max_sge ||
+	    !srx_send_opcode_ok(qp->sdev, qp->base_qp.qp_type, wr->opcode))
 		return -EINVAL;
 	if (!srx_ring_room(wq->kprod, wq->kcons, wq->entries))
 		return -ENOMEM;

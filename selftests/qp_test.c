@@ -93,7 +93,9 @@ FIXTURE_SETUP(qp)
 	ASSERT_NE(NULL, self->buf);
 	self->mr = ibv_reg_mr(self->pd, self->buf, 65536,
 			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			      IBV_ACCESS_REMOTE_READ |
+			      (self->dattr.atomic_cap != IBV_ATOMIC_NONE ?
+			       IBV_ACCESS_REMOTE_ATOMIC : 0));
 	ASSERT_NE(NULL, self->mr);
 }
 
@@ -671,19 +673,21 @@ static const struct {
 	enum ibv_wr_opcode wr;
 	enum ibv_wc_opcode wc;
 	bool rc_only;
+	bool atomic;	/* only where atomic_cap says so */
 } send_ops[] = {
-	{ IBV_WR_SEND, IBV_WC_SEND, false },
-	{ IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, false },
-	{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, false },
-	{ IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, false },
-	{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, true },
-	{ IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, true },
-	{ IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, true },
+	{ IBV_WR_SEND, IBV_WC_SEND, false, false },
+	{ IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, false, false },
+	{ IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, false, false },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, false, false },
+	{ IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, true, false },
+	{ IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, true, true },
+	{ IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, true, true },
 };
 
 /*
  * Post @n sends with wr_ids @first.. in one list, cycling through the
- * opcodes of the QP type, every other one unsignaled. Fills @want.
+ * opcodes of the QP type and the device, every other one unsignaled.
+ * Fills @want.
  */
 static int post_sends(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 		      uint64_t first, int n, struct ibv_send_wr *wrs,
@@ -694,7 +698,9 @@ static int post_sends(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 	int i;
 
 	for (i = 0; i < n; i++) {
-		while (send_ops[k % 7].rc_only && qp->qp_type != IBV_QPT_RC)
+		while ((send_ops[k % 7].rc_only && qp->qp_type != IBV_QPT_RC) ||
+		       (send_ops[k % 7].atomic &&
+			self->dattr.atomic_cap == IBV_ATOMIC_NONE))
 			k++;
 		sges[i].addr = (uintptr_t)self->buf + 64 * (i % 512);
 		sges[i].length = 8;
@@ -1015,6 +1021,118 @@ TEST_F(qp, post_too_many_sges)
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
+/*
+ * What a device reports and what ibv_post_send() takes agree: an opcode
+ * whose feature the device does not report (atomic_cap, memory windows,
+ * memory management extensions) fails with EINVAL and bad_wr at it
+ * (ibv_post_send(3)), and queues nothing. An opcode it reports is posted
+ * where that needs nothing more than this fixture has (atomics); the
+ * others would need a memory window or a fast-registered MR to aim at.
+ */
+TEST_F(qp, send_opcodes_agree_with_attributes)
+{
+	uint64_t flags = self->dattr.device_cap_flags;
+	const struct {
+		const char *name;
+		enum ibv_wr_opcode op;
+		bool reported;
+		bool postable;
+	} ops[] = {
+		{ "ATOMIC_CMP_AND_SWP", IBV_WR_ATOMIC_CMP_AND_SWP,
+		  self->dattr.atomic_cap != IBV_ATOMIC_NONE, true },
+		{ "ATOMIC_FETCH_AND_ADD", IBV_WR_ATOMIC_FETCH_AND_ADD,
+		  self->dattr.atomic_cap != IBV_ATOMIC_NONE, true },
+		{ "BIND_MW", IBV_WR_BIND_MW,
+		  flags & IBV_DEVICE_MEM_WINDOW, false },
+		{ "LOCAL_INV", IBV_WR_LOCAL_INV,
+		  flags & IBV_DEVICE_MEM_MGT_EXTENSIONS, false },
+		{ "SEND_WITH_INV", IBV_WR_SEND_WITH_INV,
+		  flags & IBV_DEVICE_MEM_MGT_EXTENSIONS, false },
+	};
+	unsigned int i, posted = 0;
+	struct ibv_wc wc[8];
+	struct ibv_qp *qp;
+
+	if (variant->type != IBV_QPT_RC)
+		SKIP(return, "every one of these is an RC operation");
+	qp = qp_create(self, variant->type);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)self->buf, .length = 8,
+			.lkey = self->mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = 700 + i, .opcode = ops[i].op,
+			.send_flags = IBV_SEND_SIGNALED,
+			.sg_list = &sge, .num_sge = 1,
+		}, *bad = NULL;
+		int ret;
+
+		if (ops[i].reported && !ops[i].postable) {
+			TH_LOG("%s: reported, not posted here", ops[i].name);
+			continue;
+		}
+		wr.wr.atomic.remote_addr = (uintptr_t)self->buf + 8192;
+		wr.wr.atomic.rkey = self->mr->rkey;
+		ret = ibv_post_send(qp, &wr, &bad);
+		if (ops[i].reported) {
+			EXPECT_EQ(0, ret) TH_LOG("%s: reported, refused: %s",
+						 ops[i].name, strerror(ret));
+			posted += !ret;
+		} else {
+			EXPECT_EQ(EINVAL, ret)
+				TH_LOG("%s: not reported, post said %s",
+				       ops[i].name, strerror(ret));
+			EXPECT_EQ(&wr, bad) TH_LOG("%s: bad_wr", ops[i].name);
+			posted += !ret;
+		}
+	}
+
+	/* Exactly what was taken completes, as flushed. */
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
+	EXPECT_EQ((int)posted, srx_wait_cqes(self->scq, wc, 8, QP_WAIT_MS));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/*
+ * Remote atomic access on a QP: every device takes the flag (the IB CM
+ * sets it whenever a connection has responder resources), and query_qp
+ * says it is granted exactly when the device reports atomics.
+ */
+TEST_F(qp, remote_atomic_access_granted_as_reported)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	}, got;
+	struct ibv_qp_init_attr init;
+	bool atomic = self->dattr.atomic_cap != IBV_ATOMIC_NONE;
+	struct ibv_qp *qp;
+	int ret;
+
+	if (variant->type != IBV_QPT_RC)
+		SKIP(return, "remote atomics are an RC operation");
+	qp = qp_create(self, variant->type);
+	ASSERT_NE(NULL, qp);
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	ASSERT_EQ(0, ret) TH_LOG("INIT with remote atomic: %s", strerror(ret));
+	ASSERT_EQ(0, ibv_query_qp(qp, &got, IBV_QP_ACCESS_FLAGS, &init));
+	EXPECT_EQ((unsigned int)(IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ),
+		  got.qp_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_READ));
+	EXPECT_EQ(atomic, !!(got.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
+		TH_LOG("atomic_cap %d, query_qp access %#x",
+		       self->dattr.atomic_cap, got.qp_access_flags);
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
 /* ------------------------------------------------------------------ */
 /* What a device does not support                                     */
 /* ------------------------------------------------------------------ */
@@ -1154,11 +1272,21 @@ TEST_F(dev, pd_alloc_dealloc)
 
 /*
  * ibv_reg_mr(3): remote write and remote atomic need local write
- * (EINVAL); every other combination registers.
+ * (EINVAL). Remote atomic needs atomics and memory window binding needs
+ * memory windows, as the device reports them; a device that reports
+ * neither refuses them with EINVAL ("invalid access value"). Every other
+ * combination registers.
  */
 TEST_F(dev, mr_access_flags)
 {
-	static const struct {
+	struct ibv_device_attr dattr;
+	int no_atomic, no_mw;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &dattr));
+	no_atomic = dattr.atomic_cap == IBV_ATOMIC_NONE ? EINVAL : 0;
+	no_mw = dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW ? 0 : EINVAL;
+
+	const struct {
 		int access;
 		int err;
 	} cases[] = {
@@ -1166,9 +1294,13 @@ TEST_F(dev, mr_access_flags)
 		{ IBV_ACCESS_LOCAL_WRITE, 0 },
 		{ IBV_ACCESS_REMOTE_READ, 0 },
 		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0 },
-		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 0 },
 		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, 0 },
+		  IBV_ACCESS_REMOTE_READ, 0 },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, no_atomic },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, no_atomic },
+		{ IBV_ACCESS_MW_BIND, no_mw },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, no_mw },
 		{ IBV_ACCESS_REMOTE_WRITE, EINVAL },
 		{ IBV_ACCESS_REMOTE_ATOMIC, EINVAL },
 		{ IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, EINVAL },

@@ -188,23 +188,14 @@ static void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src,
 	}
 }
 
-static bool srx_send_opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+/* What the device reports it takes (srx.c, srx_init_send_ops()). */
+static bool srx_send_opcode_ok(struct srx_qp *qp, enum ibv_wr_opcode op)
 {
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC;
-	default:
-		return false;
-	}
+	const struct srx_context *ctx = to_sctx(qp->vqp.qp.context);
+	enum ibv_qp_type type = qp->vqp.qp.qp_type;
+
+	return (unsigned int)type <= IBV_QPT_UD && (unsigned int)op < 64 &&
+	       (ctx->send_ops[type] & (1ull << op));
 }
 
 static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
@@ -214,7 +205,7 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 	uint64_t len = 0;
 	int i;
 
-	if (!srx_send_opcode_ok(qp->vqp.qp.qp_type, wr->opcode) ||
+	if (!srx_send_opcode_ok(qp, wr->opcode) ||
 	    wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
 		return EINVAL;
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)

@@ -89,6 +89,50 @@ static int srx_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/*
+ * What ibv_post_send() takes, from what the device reports: the rule of
+ * srx.ko's srx_init_accepts() (kernel/device.c), so that a work request
+ * the device does not announce is refused here (EINVAL, ibv_post_send(3))
+ * and not left in the ring for the kernel to find. A feature turns on in
+ * both by setting its attribute in srx.ko.
+ */
+static void srx_init_send_ops(struct srx_context *ctx,
+			      const struct ibv_device_attr_ex *a)
+{
+	const uint64_t conn = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC;
+	const uint64_t all = conn | 1u << IBV_QPT_UD;
+	bool atomic = a->orig_attr.atomic_cap != IBV_ATOMIC_NONE;
+	bool mw = a->orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW;
+	bool mem_mgt = a->orig_attr.device_cap_flags &
+		       IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	const struct {
+		enum ibv_wr_opcode op;
+		uint64_t qp_types;
+		bool on;
+	} ops[] = {
+		{ IBV_WR_SEND, all, true },
+		{ IBV_WR_SEND_WITH_IMM, all, true },
+		{ IBV_WR_RDMA_WRITE, conn, true },
+		{ IBV_WR_RDMA_WRITE_WITH_IMM, conn, true },
+		{ IBV_WR_RDMA_READ, 1u << IBV_QPT_RC, true },
+		{ IBV_WR_ATOMIC_CMP_AND_SWP, 1u << IBV_QPT_RC, atomic },
+		{ IBV_WR_ATOMIC_FETCH_AND_ADD, 1u << IBV_QPT_RC, atomic },
+		{ IBV_WR_SEND_WITH_INV, 1u << IBV_QPT_RC, mem_mgt },
+		{ IBV_WR_LOCAL_INV, conn, mem_mgt },
+		{ IBV_WR_BIND_MW, conn, mw },
+	};
+	unsigned int i, t;
+
+	memset(ctx->send_ops, 0, sizeof(ctx->send_ops));
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (!ops[i].on)
+			continue;
+		for (t = 0; t <= IBV_QPT_UD; t++)
+			if (ops[i].qp_types & (1u << t))
+				ctx->send_ops[t] |= 1ull << ops[i].op;
+	}
+}
+
 static void srx_free_context(struct ibv_context *ibctx)
 {
 	struct srx_context *ctx = to_sctx(ibctx);
@@ -123,6 +167,7 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 					       int cmd_fd, void *private_data)
 {
 	struct usrx_get_context_resp resp = {};
+	struct ibv_device_attr_ex attr = {};
 	struct ibv_get_context cmd = {};
 	struct srx_context *ctx;
 	int ret;
@@ -150,6 +195,14 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 		goto err_uninit;
 	}
 	ctx->max_cqe = resp.drv.max_cqe;
+
+	ret = ibv_cmd_query_device_any(&ctx->ibv_ctx.context, NULL, &attr,
+				       sizeof(attr), NULL, NULL);
+	if (ret) {
+		errno = ret;
+		goto err_uninit;
+	}
+	srx_init_send_ops(ctx, &attr);
 
 	/*
 	 * Revoking a CQ's bias needs srx_membarrier(), which works only once

@@ -18,6 +18,11 @@ struct srx_device {
 struct srx_context {
 	struct verbs_context ibv_ctx;
 	uint32_t max_cqe;
+	/*
+	 * Send opcodes each QP type takes: bit IBV_WR_* of [enum ibv_qp_type],
+	 * derived from the attributes the device reports (srx.c).
+	 */
+	uint64_t send_ops[IBV_QPT_UD + 1];
 	/* membarrier(2) registered: thread-safe CQs may be biased (cq.c) */
 	bool membarrier_ok;
 };
