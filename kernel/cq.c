@@ -120,7 +120,8 @@ static void srx_cq_layout(const struct srx_cq_ring *ring,
 	l->cons_offset = offsetof(struct srx_cq_ctrl, cons);
 	l->arm_offset = offsetof(struct srx_cq_ctrl, arm);
 	l->cqe_offset = sizeof(struct srx_cq_ctrl);
-	l->reserved = 0;
+	l->comp_mask = 0;
+	memset(l->reserved, 0, sizeof(l->reserved));
 }
 
 /* The consumer index; K2 of srx-abi.h. The seal half is ignored. */
@@ -381,22 +382,14 @@ int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (attr->comp_vector >= ibcq->device->num_comp_vectors)
 		return -EINVAL;
 
-	if (udata) {
-		if (udata->inlen) {
-			ret = ib_copy_from_udata(&cmd, udata,
-						 min(udata->inlen, sizeof(cmd)));
-			if (ret)
-				return ret;
-			if (cmd.flags || cmd.reserved)
-				return -EINVAL;
-			if (udata->inlen > sizeof(cmd) &&
-			    !ib_is_udata_cleared(udata, sizeof(cmd),
-						 udata->inlen - sizeof(cmd)))
-				return -EOPNOTSUPP;
-		}
-		if (udata->outlen < sizeof(resp))
-			return -EINVAL;
-	}
+	/* No flag is defined yet: any is one this kernel does not know. */
+	ret = srx_udata_cmd(udata, &cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	if (cmd.flags || cmd.reserved)
+		return -EOPNOTSUPP;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
 
 	if (atomic_inc_return(&sdev->num_cq) > srx_device_max_cq()) {
 		ret = -ENOMEM;
@@ -423,7 +416,7 @@ int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (udata) {
 		srx_cq_layout(cq->ring, &resp.ring);
-		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		ret = srx_udata_resp(udata, &resp, sizeof(resp), sizeof(resp));
 		if (ret)
 			goto err_free_ring;
 	}
@@ -627,11 +620,11 @@ int srx_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 
 	if (udata->inlen < sizeof(cmd))
 		return -EOPNOTSUPP;	/* a provider without the two steps */
-	ret = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+	ret = srx_udata_cmd(udata, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	if (cmd.reserved)
-		return -EINVAL;
+		return -EOPNOTSUPP;
 
 	mutex_lock(&cq->resize_mutex);
 	switch (cmd.op) {

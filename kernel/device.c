@@ -85,10 +85,11 @@ static int srx_query_device(struct ib_device *ibdev,
 			    struct ib_device_attr *attr, struct ib_udata *udata)
 {
 	struct srx_device *sdev = to_srx_dev(ibdev);
+	int ret;
 
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EINVAL;
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ret;
 
 	*attr = sdev->attrs;
 	attr->max_cq = srx_device_max_cq();

@@ -106,6 +106,48 @@ static inline void srx_count(struct srx_device *sdev, enum srx_counter c,
 	this_cpu_add(sdev->counters->cnt[c], n);
 }
 
+/*
+ * Command payloads, by the rules of srx-abi.h (SRX_UVERBS_ABI_VERSION):
+ * copy at most @len bytes of input into @cmd, zero-extending a shorter
+ * one; any non-zero byte beyond @len is input this kernel does not know.
+ * @len 0 is a command without a payload. @udata may be NULL (a kernel
+ * caller). Return: 0, -EOPNOTSUPP, or -EFAULT.
+ */
+static inline int srx_udata_cmd(struct ib_udata *udata, void *cmd, size_t len)
+{
+	size_t n;
+	int ret;
+
+	if (len)
+		memset(cmd, 0, len);
+	if (!udata || !udata->inlen)
+		return 0;
+	n = min(udata->inlen, len);
+	if (n) {
+		ret = ib_copy_from_udata(cmd, udata, n);
+		if (ret)
+			return ret;
+	}
+	if (udata->inlen > len &&
+	    !ib_is_udata_cleared(udata, len, udata->inlen - len))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/*
+ * Write a response of @len bytes to a buffer of udata->outlen: the part an
+ * older provider knows, if it is at least the @min_len bytes of the
+ * response's first version (ABI 2); else -EINVAL. Return: 0, -EINVAL or
+ * -EFAULT.
+ */
+static inline int srx_udata_resp(struct ib_udata *udata, void *resp,
+				 size_t len, size_t min_len)
+{
+	if (udata->outlen < min_len)
+		return -EINVAL;
+	return ib_copy_to_udata(udata, resp, min(udata->outlen, len));
+}
+
 /* device.c */
 int srx_device_add(const char *name, struct net_device *netdev);
 void srx_device_netdev_event(struct srx_device *sdev, unsigned long event);

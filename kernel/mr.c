@@ -17,7 +17,11 @@
 int srx_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct srx_device *sdev = to_srx_dev(ibpd->device);
+	int ret;
 
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ret;
 	if (atomic_inc_return(&sdev->num_pd) > SRX_MAX_PD) {
 		atomic_dec(&sdev->num_pd);
 		return -ENOMEM;
@@ -124,6 +128,9 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct srx_mr *mr;
 	int ret;
 
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ERR_PTR(ret);
 	ret = srx_mr_check_access(sdev, access);
 	if (ret)
 		return ERR_PTR(ret);

@@ -82,6 +82,8 @@ static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 	l->wqe_offset = sizeof(struct srx_wq_ctrl);
 	l->max_sge = wq->max_sge;
 	l->max_inline = wq->max_inline;
+	l->comp_mask = 0;
+	memset(l->reserved, 0, sizeof(l->reserved));
 }
 
 static void *srx_wq_slot(struct srx_wq *wq, u32 idx)
@@ -325,6 +327,9 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = srx_qp_check_cap(&init->cap);
 	if (ret)
 		return ret;
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ret;
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
@@ -360,7 +365,7 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (udata) {
 		srx_wq_layout(&qp->sq, &resp.sq);
 		srx_wq_layout(&qp->rq, &resp.rq);
-		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		ret = srx_udata_resp(udata, &resp, sizeof(resp), sizeof(resp));
 		if (ret)
 			goto err_free_qpn;
 	}
@@ -509,9 +514,9 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	enum ib_qp_state cur, next;
 	int ret;
 
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EOPNOTSUPP;
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ret;
 
 	mutex_lock(&qp->state_mutex);
 	/*

@@ -37,11 +37,12 @@ int srx_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
 		.cqe_size = sizeof(struct srx_cqe),
 		.max_cqe = SRX_MAX_CQE,
 	};
+	int ret;
 
-	if (udata->outlen < sizeof(resp))
-		return -EINVAL;
-
-	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ret;
+	return srx_udata_resp(udata, &resp, sizeof(resp), sizeof(resp));
 }
 
 /* Nothing of a context outlives it: its objects are destroyed first. */

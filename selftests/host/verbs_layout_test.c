@@ -596,6 +596,26 @@ static void test_static_layout(void)
 	DRV(usrx_create_qp_resp, ibv_resp, ib_uverbs_create_qp_resp, srx_create_qp_resp, 4);
 	DRV(usrx_create_qp_ex_resp, ibv_resp, ib_uverbs_ex_create_qp_resp, srx_create_qp_resp, 8);
 
+	/*
+	 * Room to grow (srx-abi.h, ABI 2): every layout and the context
+	 * response end in a comp_mask, layouts with reserved words after it,
+	 * and sizes stay multiples of 8 (the ex commands count 8-byte words).
+	 */
+	ok = true;
+	CHECK(SRX_UVERBS_ABI_VERSION == 2);
+	CHECK(sizeof(struct srx_cq_layout) == 64);
+	CHECK(offsetof(struct srx_cq_layout, comp_mask) == 52);
+	CHECK(sizeof(struct srx_wq_layout) == 64);
+	CHECK(offsetof(struct srx_wq_layout, comp_mask) == 48);
+	CHECK(offsetof(struct srx_create_qp_resp, rq) == 64);
+	CHECK(sizeof(struct srx_alloc_ucontext_resp) == 16);
+	CHECK(offsetof(struct srx_alloc_ucontext_resp, comp_mask) == 12);
+	CHECK(sizeof(struct srx_create_cq_resp) % 8 == 0 &&
+	      sizeof(struct srx_resize_cq_resp) % 8 == 0 &&
+	      sizeof(struct srx_create_qp_resp) % 8 == 0 &&
+	      sizeof(struct srx_alloc_ucontext_resp) % 8 == 0);
+	tap(ok, "layout: ABI 2 layouts and responses have a comp_mask and room to grow");
+
 	ok = true;
 	CHECK(offsetof(struct verbs_qp, qp) == 0);
 	CHECK(offsetof(struct verbs_qp, qp_ex.qp_base) == 0);

@@ -59,8 +59,30 @@
 
 #include <linux/types.h>
 
-/* ops.uverbs_abi_ver of an srx device; libsrx matches exactly this value. */
-#define SRX_UVERBS_ABI_VERSION 1
+/*
+ * ops.uverbs_abi_ver of an srx device; libsrx matches exactly this value,
+ * and libibverbs refuses a pair that differs, naming both versions (with
+ * IBV_SHOW_WARNINGS=1). It covers the command and response payloads below;
+ * SRX_RING_FORMAT covers the shared-memory formats. Version 2 gave every
+ * layout and response room to grow (comp_mask, reserved words); from now
+ * on they grow without a new version, by these rules:
+ *
+ *  - Input. Every command rejects input it does not know with EOPNOTSUPP:
+ *    a non-zero reserved word, an unknown bit of flags or comp_mask, and
+ *    any non-zero byte after the structure it knows (a payload from a
+ *    newer provider). A command without a payload takes none but zeros. A
+ *    shorter payload (from an older provider) reads as zero-extended. A
+ *    known field with a bad value is EINVAL. So a provider that asks an
+ *    older kernel for a feature gets EOPNOTSUPP, never a silent "no".
+ *  - Output. The kernel writes min(outlen, sizeof(response)): an older
+ *    provider gets the part it knows; a buffer shorter than the response
+ *    of version 2 is EINVAL. A newer provider zeroes its buffer, so a field
+ *    an older kernel did not write reads as zero; comp_mask says which
+ *    fields that zero would be ambiguous for were written.
+ *  - Ring memory. A change that an older provider would misread changes
+ *    SRX_RING_FORMAT, which GET_CONTEXT returns and libsrx checks.
+ */
+#define SRX_UVERBS_ABI_VERSION 2
 
 /*
  * ops.driver_id of an srx device, and the driver id libsrx matches on.
@@ -168,7 +190,8 @@ struct srx_cq_layout {
 	__u32 cons_offset;		/* __aligned_u64, consumer-written */
 	__u32 arm_offset;		/* __u32, userspace-written */
 	__u32 cqe_offset;		/* first struct srx_cqe */
-	__u32 reserved;
+	__u32 comp_mask;		/* none defined yet: 0 */
+	__u32 reserved[2];		/* 0 */
 };
 
 /* ------------------------------------------------------------------ */
@@ -256,23 +279,31 @@ struct srx_wq_layout {
 	__u32 wqe_offset;		/* first WQE */
 	__u32 max_sge;			/* SGEs a WQE of this queue holds */
 	__u32 max_inline;		/* inline bytes a send WQE holds */
+	__u32 comp_mask;		/* none defined yet: 0 */
+	__u32 reserved[3];		/* 0 */
 };
 
 /* ------------------------------------------------------------------ */
 /* Command and response payloads                                      */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Commands without a payload of their own (GET_CONTEXT, QUERY_DEVICE,
+ * ALLOC_PD, REG_MR, CREATE_QP, MODIFY_QP) take none: anything but zeros
+ * is EOPNOTSUPP, so a payload can be defined for them later.
+ */
+
 struct srx_alloc_ucontext_resp {
 	__u32 ring_format;		/* SRX_RING_FORMAT */
 	__u32 cqe_size;			/* sizeof(struct srx_cqe) */
 	__u32 max_cqe;
-	__u32 reserved;
+	__u32 comp_mask;		/* none defined yet: 0 */
 };
 
 /* Optional: a provider that sends nothing gets the defaults. */
 struct srx_create_cq_cmd {
-	__u32 flags;			/* none defined: must be 0 */
-	__u32 reserved;			/* must be 0 */
+	__u32 flags;			/* none defined: non-zero is EOPNOTSUPP */
+	__u32 reserved;			/* non-zero is EOPNOTSUPP */
 };
 
 struct srx_create_cq_resp {
@@ -292,8 +323,8 @@ enum srx_resize_op {
 };
 
 struct srx_resize_cq_cmd {
-	__u32 op;			/* enum srx_resize_op */
-	__u32 reserved;			/* must be 0 */
+	__u32 op;			/* enum srx_resize_op; required */
+	__u32 reserved;			/* non-zero is EOPNOTSUPP */
 };
 
 struct srx_resize_cq_resp {
