@@ -9,9 +9,12 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cqe_wc.h"
 #include "srx.h"
@@ -150,19 +153,81 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
  *
  * If membarrier() fails although the context registered for it (a seccomp
  * filter installed since), the revoker waits instead until the owner
- * acknowledges the revocation in its next ibv_poll_cq(). The owner is
- * identified by its thread pointer, unique among live threads; a new
- * thread that inherits an exited owner's pointer inherits the bias, which
- * is safe, as the two never run at once. A child process of fork() shares
- * the rings but not this state; as with other providers, it must not poll
- * its parent's CQs (mlx5 does not even map them into the child).
+ * acknowledges the revocation: in its next ibv_poll_cq(), or its next
+ * cq_ex start_poll or resize (srx_cq_exclude_owner()), none of which it can
+ * be inside while it acknowledges. An owner that never comes back must not
+ * hang the revoker: one that exited cannot be inside a poll, and its exit
+ * went through the kernel, a full barrier, so its last store of the
+ * consumer word is visible; srx_cq_owner_gone() probes for that. An owner
+ * that revokes its own bias (its poll found its word sealed by the process
+ * itself) is not inside a poll either and waits for nobody. Not covered:
+ * a live owner that never consumes again, e.g. one blocked for good in
+ * ibv_get_cq_event(); the revoker waits for it, as it would for a lock.
+ *
+ * The owner is identified by its thread pointer, unique among live threads;
+ * a new thread that inherits an exited owner's pointer inherits the bias,
+ * which is safe, as the two never run at once. A child process of fork()
+ * shares the rings but not this state; as with other providers, it must not
+ * poll its parent's CQs (mlx5 does not even map them into the child).
  */
+
+/*
+ * Whether the thread-group leader @tid is a zombie: it exited, and it stays
+ * a zombie, still found by tgkill(), until the whole process exits.
+ */
+static bool srx_thread_is_zombie(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	bool zombie = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	/* "tid (comm) S ...": comm may hold anything, so the last ')' */
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		zombie = p && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return zombie;
+}
+
+/*
+ * Whether the owner of @cq has exited. False while the owner has not yet
+ * stored its tid (it is alive then, between its exchange and that store),
+ * and where the probe cannot tell (a tid reused by a newer thread of the
+ * process looks alive): the revoker then keeps waiting. errno is kept:
+ * ibv_poll_cq() does not set it.
+ */
+static bool srx_cq_owner_gone(struct srx_cq *cq)
+{
+	pid_t tid = atomic_load_explicit(&cq->owner_tid, memory_order_acquire);
+	pid_t pid = getpid();
+	int saved = errno;
+	bool gone = false;
+
+	if (tid) {
+		if (syscall(SYS_tgkill, pid, tid, 0) && errno == ESRCH)
+			gone = true;
+		else if (tid == pid)
+			gone = srx_thread_is_zombie(tid);
+	}
+	errno = saved;
+	return gone;
+}
+
 static void srx_cq_revoke_bias(struct srx_cq *cq)
 {
+	void *self = __builtin_thread_pointer();
 	unsigned int spins = 0;
 
 	atomic_store_explicit(&cq->bias_revoked, true, memory_order_seq_cst);
-	if (srx_membarrier()) {
+	if (atomic_load_explicit(&cq->bias_owner, memory_order_relaxed) ==
+	    self) {
+		/* The owner itself, outside its polls: nobody to wait for. */
+	} else if (srx_membarrier()) {
 		while (atomic_load_explicit(&cq->owner_busy,
 					    memory_order_acquire))
 			srx_backoff(&spins);
@@ -172,12 +237,14 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 		 * made its exchange after the store of bias_revoked above
 		 * (both sequentially consistent), and its loads after the
 		 * exchange (a locked instruction on x86-64, CASAL or an
-		 * acquire loop on arm64) see that store.
+		 * acquire loop on arm64) see that store. The owner's exit is
+		 * probed once per 64 rounds: a system call, and rarely needed.
 		 */
 		while (atomic_load_explicit(&cq->bias_owner,
 					    memory_order_seq_cst) &&
 		       !atomic_load_explicit(&cq->owner_acked,
-					     memory_order_acquire))
+					     memory_order_acquire) &&
+		       (spins % 64 || !srx_cq_owner_gone(cq)))
 			srx_backoff(&spins);
 	}
 	atomic_store_explicit(&cq->bias_off, true, memory_order_release);
@@ -195,19 +262,32 @@ static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
 	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed) &&
 	    atomic_compare_exchange_strong_explicit(&cq->bias_owner, &none,
 						    self, memory_order_seq_cst,
-						    memory_order_relaxed))
+						    memory_order_relaxed)) {
+		atomic_store_explicit(&cq->owner_tid,
+				      (pid_t)syscall(SYS_gettid),
+				      memory_order_release);
 		return true;
+	}
 	srx_cq_revoke_bias(cq);
 	return false;
 }
 
-/* Before a consumer other than ibv_poll_cq() touches the consumer word. */
+/*
+ * Before a consumer other than ibv_poll_cq() touches the consumer word.
+ * The owner itself is outside its biased polls here: if a revocation is
+ * under way, it acknowledges it, so that an owner that polls only through
+ * cq_ex does not keep a revoker without membarrier() waiting.
+ */
 static void srx_cq_exclude_owner(struct srx_cq *cq)
 {
-	if (!atomic_load_explicit(&cq->bias_off, memory_order_acquire) &&
-	    atomic_load_explicit(&cq->bias_owner, memory_order_relaxed) !=
+	if (atomic_load_explicit(&cq->bias_off, memory_order_acquire))
+		return;
+	if (atomic_load_explicit(&cq->bias_owner, memory_order_relaxed) !=
 	    __builtin_thread_pointer())
 		srx_cq_revoke_bias(cq);
+	else if (atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed))
+		atomic_store_explicit(&cq->owner_acked, true,
+				      memory_order_release);
 }
 
 /*

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cq_ring.h"
 #include "srx-abi.h"
@@ -82,9 +83,12 @@ struct srx_cq {
 	 * the first other consumer; bias_off: set once no biased poll can be
 	 * running any more. Both are set from the start on a SINGLE_THREADED
 	 * CQ and where membarrier() is refused. Never cleared: a revoked CQ
-	 * stays revoked.
+	 * stays revoked. owner_tid: the owner's thread id, stored by the owner
+	 * right after it became one (0 until then), so that a revoker can tell
+	 * an owner that exited.
 	 */
 	_Atomic(void *) bias_owner;
+	_Atomic pid_t owner_tid;
 	_Atomic bool owner_busy;
 	_Atomic bool owner_acked;
 	_Atomic bool bias_revoked;
