@@ -19,6 +19,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
+#include "compat.h"
 #include "cq.h"
 #include "device.h"
 #include "mr.h"
@@ -193,7 +194,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.alloc_hw_port_stats = srx_alloc_hw_port_stats,
 	.alloc_pd = srx_alloc_pd,
 	.alloc_ucontext = srx_alloc_ucontext,
-	.create_cq = srx_create_cq,
+	.create_cq = srx_compat_create_cq,
 	.create_qp = srx_create_qp,
 	.dealloc_driver = srx_dealloc_driver,
 	.dealloc_pd = srx_dealloc_pd,
