@@ -6,7 +6,10 @@
 TOP     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD   ?= $(TOP)/build
 KVER    ?= $(shell $(TOP)/tools/kver)
-KDIR    ?= /lib/modules/$(KVER)/build
+# SRX_KVER_ROOT: where tools/kver looks for kernels (a test's fake machine).
+KDIR    ?= $(SRX_KVER_ROOT)/lib/modules/$(KVER)/build
+# The command `make deps` runs (a test replaces it).
+DEPS    ?= $(TOP)/tools/deps
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
@@ -216,8 +219,10 @@ endif
 # ---------------------------------------------------------------------------
 # The two README commands
 
+# "+": also under make -n, as what make would do next depends on what deps
+# installs.
 deps:
-	$(Q)$(TOP)/tools/deps
+	+$(Q)$(DEPS)
 
 check:
 	$(Q)$(MAKE) --no-print-directory deps
