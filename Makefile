@@ -5,7 +5,16 @@
 
 TOP     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD   ?= $(TOP)/build
-KVER    ?= $(shell $(TOP)/tools/kver)
+# KVER: the kernel srx builds for and the VM boots. Given on the command line
+# or in the environment, else tools/kver's choice, asked when KVER is first
+# used (once), never while make reads this file: make check and make demo
+# install the kernel (make deps) first, and on a fresh machine a value taken
+# earlier is empty. For the same reason KVER is not exported (that expands it
+# for every recipe, deps' included): the commands that need it are given
+# KVER=$(KVER), and what must run after deps runs in a make of its own.
+ifeq ($(strip $(KVER)),)
+override KVER = $(eval override KVER := $(shell $(TOP)/tools/kver))$(KVER)
+endif
 # SRX_KVER_ROOT: where tools/kver looks for kernels (a test's fake machine).
 KDIR    ?= $(SRX_KVER_ROOT)/lib/modules/$(KVER)/build
 # The command `make deps` runs (a test replaces it).
@@ -14,8 +23,6 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
 V       ?= 0
-
-export KVER
 
 ifeq ($(V),0)
 Q := @
@@ -65,9 +72,10 @@ HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HEL
 
 HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
+HOST_TEST_SH  := $(wildcard $(TOP)/selftests/host/*_test.sh)
 
 .PHONY: all module provider tools selftests host-tests install uninstall install-dirs-known \
-        deps check demo clean help check-libibverbs bench bench-build compare
+        deps check check-nodeps demo demo-nodeps clean help check-libibverbs bench bench-build compare
 
 all: module provider tools selftests bench-build
 
@@ -224,23 +232,30 @@ endif
 deps:
 	+$(Q)$(DEPS)
 
+# Each README command runs deps, then the rest in a make of its own: make
+# expands all of a recipe's lines before it runs the first, so a $(KVER) in
+# check's own recipe would be taken before deps installs the kernel.
 check:
-	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all host-tests
-	$(Q)$(TOP)/tools/check $(BUILD) "$(HOST_TESTS)" "$(VM_TESTS)"
+	+$(Q)$(MAKE) --no-print-directory deps
+	+$(Q)$(MAKE) --no-print-directory check-nodeps
+
+check-nodeps: all host-tests
+	$(Q)KVER=$(KVER) $(TOP)/tools/check $(BUILD) "$(HOST_TESTS) $(HOST_TEST_SH)" "$(VM_TESTS)"
+
+demo:
+	+$(Q)$(MAKE) --no-print-directory deps
+	+$(Q)$(MAKE) --no-print-directory demo-nodeps
+
+demo-nodeps: all
+	$(Q)KVER=$(KVER) $(TOP)/tools/vm/run -- $(TOP)/tools/demo
 
 bench:
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(TOP)/bench/run
+	$(Q)KVER=$(KVER) $(TOP)/bench/run
 
 compare:
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(TOP)/tools/compare
-
-demo:
-	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(TOP)/tools/vm/run -- $(TOP)/tools/demo
+	$(Q)KVER=$(KVER) $(TOP)/tools/compare
 
 clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel clean 2>/dev/null || true
