@@ -74,7 +74,7 @@ HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
 HOST_TEST_SH  := $(wildcard $(TOP)/selftests/host/*_test.sh)
 
-.PHONY: all module provider tools selftests host-tests install uninstall install-dirs-known \
+.PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps demo demo-nodeps clean help check-libibverbs bench bench-build compare
 
 all: module provider tools selftests bench-build
@@ -84,10 +84,13 @@ help:
 	@echo "make deps       install the Debian packages the build and tests need"
 	@echo "make check      deps, build, host unit tests, then the selftests in the VM"
 	@echo "make demo       deps, build, then show srx working inside the VM"
+	@echo "make check-nodeps, make demo-nodeps   the same without deps"
 	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
+	@echo "KVER=V          the kernel to build for and boot (default: Debian's default"
+	@echo "                kernel, tools/kver); installed: $(patsubst $(SRX_KVER_ROOT)/lib/modules/%/build,%,$(wildcard $(SRX_KVER_ROOT)/lib/modules/*/build))"
 	@echo "KVER=$(KVER) KDIR=$(KDIR) BUILD=$(BUILD)"
 
 # ---------------------------------------------------------------------------
@@ -97,15 +100,19 @@ module:
 	$(Q)test -d $(KDIR) || { echo "no kernel build tree at $(KDIR): make deps" >&2; exit 1; }
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel W=1 modules
 
-$(WARN_MODULE): $(TOP)/selftests/warn_module/srx_warn_test.c
+# Phony like module: Kbuild decides what is stale, and a module built for
+# another KVER is (its command line named other headers).
+$(WARN_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module modules
 
-$(KCQ_MODULE): $(TOP)/selftests/kcq_module/srx_kcq_test.c
+$(KCQ_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module W=1 modules
-$(KCONSUMER_MODULE): $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.c
+$(KCONSUMER_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer W=1 modules
-$(KVERBS_MODULE): $(TOP)/selftests/kverbs_module/srx_kverbs_test.c $(TOP)/include/uapi/rdma/srx-abi.h
+$(KVERBS_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module W=1 modules
+
+FORCE:
 
 # ---------------------------------------------------------------------------
 # Provider
