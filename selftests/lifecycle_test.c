@@ -381,7 +381,7 @@ static int churn(int cycles, int procs, double *secs)
  * A warm-up first lets caches, xarrays and per-CPU lists reach their
  * working size, so the baseline is not taken from a cold kernel.
  */
-TEST_F_TIMEOUT(lifecycle, cq_churn_leaves_no_memory, 280)
+TEST_F_TIMEOUT(lifecycle, cq_churn_leaves_no_memory, 900)
 {
 	long base[LIFECYCLE_KINDS], after[LIFECYCLE_KINDS];
 	struct churn_mem before, now;
