@@ -14,6 +14,7 @@
 #ifndef SRX_COMPAT_H
 #define SRX_COMPAT_H
 
+#include <linux/mm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -38,5 +39,19 @@ static inline int srx_compat_create_cq(struct ib_cq *ibcq,
 #else
 #define srx_compat_create_cq srx_create_cq
 #endif
+
+/*
+ * SRX_HAVE_VM_FLAGS_SET: a VMA's vm_flags may only change through
+ * vm_flags_set() (6.3 made the field const for everyone else).
+ */
+static inline void srx_compat_vm_flags_set(struct vm_area_struct *vma,
+					   vm_flags_t flags)
+{
+#ifdef SRX_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
 
 #endif /* SRX_COMPAT_H */

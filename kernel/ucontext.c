@@ -22,11 +22,11 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/version.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "compat.h"
 #include "device.h"
 #include "ucontext.h"
 
@@ -65,19 +65,6 @@ void srx_disassociate_ucontext(struct ib_ucontext *uctx)
 #define SRX_MMAP_BATCH 64
 
 /*
- * The flags remap_vmalloc_range() sets: the mapping cannot grow with
- * mremap() and stays out of core dumps. vm_flags became read-only in 6.3.
- */
-static void srx_mmap_set_flags(struct vm_area_struct *vma)
-{
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-#else
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-#endif
-}
-
-/*
  * Map a whole ring. Ring memory comes from __vmalloc() without VM_USERMAP
  * (vmalloc_user() cannot be charged to a cgroup in 6.1), so
  * remap_vmalloc_range() refuses it; the pages are inserted one batch at a
@@ -99,7 +86,11 @@ int srx_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	entry = container_of(rdma_entry, struct srx_mmap_entry, rdma_entry);
 
-	srx_mmap_set_flags(vma);
+	/*
+	 * The flags remap_vmalloc_range() would set: the mapping cannot grow
+	 * with mremap() and stays out of core dumps.
+	 */
+	srx_compat_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	npages = rdma_entry->npages;
 	for (done = 0; done < npages; done += n) {
 		n = min_t(unsigned long, npages - done, SRX_MMAP_BATCH);
