@@ -21,6 +21,10 @@
 #   T     true, from a copy of the       exit 0 (the checkout  3
 #         runner under /tmp              is not hidden by the
 #                                        guest's /tmp)
+#   M     --kernel/--modules with a      exit 120 (no kmemleak 3
+#         module tree in build/,         to scan), KVER, the
+#         --kmemleak, writes into it     tree writable in the
+#                                        guest only
 #   -     bad option, missing kernel     exit 125 (no boot)    4
 #
 # Everything it writes goes to build/vm/selftest/ in the checkout.
@@ -67,7 +71,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..21"
+echo "1..24"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -181,9 +185,32 @@ cp -a "$top/build/vm/initramfs" "$top/build/vm/kernel" "$tmp_top/build/vm/" 2>/d
 # shellcheck disable=SC2034 # read by vm_finish
 pid_T=$!
 
+# M: the way make check-debug boots its own kernel, here Debian's kernel
+# with a module tree of the boot modules only, copied into the checkout
+# (read-write for the guest) as tools/debug-kernel's is.
+mods=$work/mods/lib/modules/$kver
+mkdir -p "$mods"
+cp /lib/modules/"$kver"/modules.* "$mods/"
+# shellcheck disable=SC2013 # words, not lines
+for m in $(sed -n '/^BOOT_MODULES=(/,/^)/s/^\t//p' "$top/tools/vm/mkinitramfs"); do
+	f=$(modinfo -k "$kver" -F filename "$m" 2>/dev/null) || continue
+	case "$f" in /lib/modules/"$kver"/*) ;; *) continue ;; esac
+	mkdir -p "$mods/$(dirname "${f#/lib/modules/"$kver"/}")"
+	cp "$f" "$mods/${f#/lib/modules/"$kver"/}"
+done
+# shellcheck disable=SC2016 # expanded in the guest
+vm_start M --timeout 300 --kernel "/boot/vmlinuz-$kver" --modules "$mods" --kmemleak -- \
+	sh -c 'echo "$KVER"; touch "/lib/modules/$KVER/guest-write" && echo written'
+
 vm_finish E 121 "a kernel panic makes the run exit 121"
 vm_finish T 0 "a checkout under /tmp boots and runs"
 rm -rf "$tmp_top"
+
+vm_finish M 120 "--kmemleak on a kernel without kmemleak makes the run exit 120"
+grep -q 'srx-vm: kmemleak: no /sys/kernel/debug/kmemleak' "$work/M.err"
+result $? "the missing kmemleak is named on stderr"
+[ "$(cat "$work/M.out")" = "$kver"$'\n'written ] && [ ! -e "$mods/guest-write" ]
+result $? "--modules: KVER names its release; its tree is writable in the guest, not on the host"
 
 vm_finish F 124 "a command past --timeout makes the run exit 124"
 grep -q 'srx-vm: timeout' "$work/F.err"
