@@ -9,13 +9,20 @@
 # (hung-task and soft-lockup detectors). This checks the kernel under test
 # against it, so that a kernel without one of them fails here, by name,
 # instead of somewhere inside another test. "=m" is also met by "=y".
+# Debian's kernels keep their configuration in /boot; a kernel booted with
+# tools/vm/run --kernel (the debug kernel) has it in /proc/config.gz.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 kconfig=/boot/config-$(uname -r)
 
 echo "TAP version 13"
+if [ ! -r "$kconfig" ] && [ -r /proc/config.gz ]; then
+	kconfig=$(mktemp)
+	trap 'rm -f "$kconfig"' EXIT
+	zcat /proc/config.gz >"$kconfig"
+fi
 if [ ! -r "$kconfig" ]; then
-	echo "1..0 # SKIP no $kconfig to check against"
+	echo "1..0 # SKIP no /boot/config-$(uname -r) or /proc/config.gz to check against"
 	exit 4
 fi
 
