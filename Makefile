@@ -75,7 +75,8 @@ HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TES
 HOST_TEST_SH  := $(wildcard $(TOP)/selftests/host/*_test.sh)
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
-        deps check check-nodeps demo demo-nodeps clean help check-libibverbs bench bench-build compare
+        deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
+        bench bench-build compare
 
 all: module provider tools selftests bench-build
 
@@ -83,6 +84,8 @@ help:
 	@echo "make            build srx.ko, libsrx, tools and selftests"
 	@echo "make deps       install the Debian packages the build and tests need"
 	@echo "make check      deps, build, host unit tests, then the selftests in the VM"
+	@echo "make check-debug the selftests on a KASAN/lockdep/kmemleak kernel built once"
+	@echo "                from linux-source-6.1 into build/debug-kernel (first run: hours)"
 	@echo "make demo       deps, build, then show srx working inside the VM"
 	@echo "make check-nodeps, make demo-nodeps   the same without deps"
 	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
@@ -256,6 +259,17 @@ demo:
 demo-nodeps: all
 	$(Q)KVER=$(KVER) $(TOP)/tools/vm/run -- $(TOP)/tools/demo
 
+# Not part of check (nor CI): the first run builds a kernel.
+# tools/debug-kernel builds it only when its inputs changed; libsrx, the tools
+# and the selftests do not depend on the kernel, srx.ko does
+# (tools/check-debug builds it, and removes it afterwards).
+check-debug:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(TOP)/tools/debug-kernel deps
+	$(Q)$(TOP)/tools/debug-kernel build
+	$(Q)$(MAKE) --no-print-directory provider tools $(SELFTESTS) $(HELPERS)
+	$(Q)$(TOP)/tools/check-debug $(BUILD) "$(VM_TESTS)"
+
 bench:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)KVER=$(KVER) $(TOP)/bench/run
@@ -264,10 +278,13 @@ compare:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)KVER=$(KVER) $(TOP)/tools/compare
 
+# Everything but the debug kernel, which took hours to build: only
+# `rm -rf build/debug-kernel` drops that.
 clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/kernel clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/warn_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module clean 2>/dev/null || true
-	rm -rf $(BUILD)
+	$(Q)if [ -d $(BUILD) ]; then find $(BUILD) -mindepth 1 -maxdepth 1 ! -name debug-kernel -exec rm -rf {} +; fi
+	$(Q)rmdir $(BUILD) 2>/dev/null || true
