@@ -272,6 +272,33 @@ static inline long srx_meminfo_kb(const char *field)
 	return value;
 }
 
+/*
+ * kB held by the active objects of slab cache @cache (/proc/slabinfo,
+ * root only), or -1. vmap_area is the one to ask about: vfree() leaves a
+ * vmalloc area's vmap_area on a lazy list until enough of them add up
+ * (mm/vmalloc.c, purge_vmap_area_lazy()), so unreclaimable slab grows by
+ * one per freed ring for a while without any leak; 6.12 purges later
+ * than 6.1.
+ */
+static inline long srx_slab_cache_kb(const char *cache)
+{
+	char line[512], name[64];
+	unsigned long active, total, size;
+	long kb = -1;
+	FILE *f = fopen("/proc/slabinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lu %lu %lu", name, &active, &total,
+			   &size) == 4 && !strcmp(name, cache)) {
+			kb = (long)(active * size / 1024);
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
 /* Write @value to /sys/module/srx/parameters/@param; 0 or an errno value. */
 static inline int srx_set_param(const char *param, const char *value)
 {
