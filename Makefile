@@ -177,19 +177,23 @@ $(KSELFTEST):
 selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE) $(KCONSUMER_MODULE) \
            $(KVERBS_MODULE)
 
-$(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
+# SRX_TEST_TIMEOUT_SCALE stretches every TEST_F's limit (make check-debug).
+HARNESS_TIMEOUT := -include $(TOP)/selftests/harness_timeout.h
+
+$(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(TOP)/selftests/harness_timeout.h $(KSELFTEST) $(TOP)/include/uapi/rdma/srx-abi.h
 	@echo "  CC      selftests/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/selftests
-	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/selftests $(SRX_CFLAGS) \
-		-Wno-missing-prototypes -o $@ $< -libverbs
+	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/selftests $(HARNESS_TIMEOUT) \
+		$(SRX_CFLAGS) -Wno-missing-prototypes -o $@ $< -libverbs
 
 host-tests: $(HOST_TESTS)
 
-$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(KSELFTEST)
+$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(KSELFTEST) \
+		$(TOP)/selftests/harness_timeout.h
 	@echo "  CC      host/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/host
 	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \
-		$(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs
+		$(HARNESS_TIMEOUT) $(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs
 
 # Programs the shell tests use; not tests themselves.
 $(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c
