@@ -8,6 +8,7 @@
  * include/uapi/rdma/srx-abi.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,66 +157,178 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
  * acknowledges the revocation: in its next ibv_poll_cq(), or its next
  * cq_ex start_poll or resize (srx_cq_exclude_owner()), none of which it can
  * be inside while it acknowledges. An owner that never comes back must not
- * hang the revoker: one that exited cannot be inside a poll, and its exit
- * went through the kernel, a full barrier, so its last store of the
- * consumer word is visible; srx_cq_owner_gone() probes for that. An owner
- * that revokes its own bias (its poll found its word sealed by the process
- * itself) is not inside a poll either and waits for nobody. Not covered:
- * a live owner that never consumes again, e.g. one blocked for good in
- * ibv_get_cq_event(); the revoker waits for it, as it would for a lock.
+ * hang the revoker, which may hold the resize mutex:
+ *  - one that exits acknowledges on its way out (srx_owner_exit(), a
+ *    thread-exit hook), so neither its absence nor a newer thread that
+ *    inherits its tid or thread pointer keeps anyone waiting;
+ *  - one blocked in a system call (ibv_get_cq_event() waiting for work the
+ *    revoker would post, the resize mutex, any sleep) is outside every
+ *    biased poll, and the kernel's probe of that state orders it against
+ *    the revoker: srx_cq_owner_blocked();
+ *  - one that revokes its own bias (its poll found its word sealed by the
+ *    process itself) is not inside a poll either and waits for nobody.
+ * Still waited for: a live owner that keeps running in user space without
+ * ever polling or blocking again, whose store buffer no system call of the
+ * revoker's can drain without membarrier(); the revoker waits for it as it
+ * would for a lock held by a busy thread.
  *
- * The owner is identified by its thread pointer, unique among live threads;
- * a new thread that inherits an exited owner's pointer inherits the bias,
- * which is safe, as the two never run at once. A child process of fork()
- * shares the rings but not this state; as with other providers, it must not
- * poll its parent's CQs (mlx5 does not even map them into the child).
+ * The owner is identified by its thread pointer, unique among live
+ * threads, and gives up its bias when it exits (above), so a new thread
+ * that inherits the pointer does not inherit the bias. A child process of
+ * fork() shares the rings but not this state; as with other providers, it
+ * must not poll its parent's CQs (mlx5 does not even map them into the
+ * child).
  */
 
 /*
- * Whether the thread-group leader @tid is a zombie: it exited, and it stays
- * a zombie, still found by tgkill(), until the whole process exits.
+ * Whether the owner of @cq is blocked in a system call outside any biased
+ * poll, so that a revoker without membarrier() need not wait for it.
+ *
+ * /proc/PID/task/TID/syscall (fs/proc/base.c, proc_pid_syscall()) prints a
+ * system call's number only if task_current_syscall() (lib/syscall.c) found
+ * the thread blocked, not running, through wait_task_inactive()
+ * (kernel/sched/core.c), twice with no context switch between; otherwise
+ * "running", or "-1 ..." for a thread blocked in a fault or exception,
+ * which a poll can take (its first touch of a CQE page): both answer "not
+ * known". wait_task_inactive() takes the owner's task_rq_lock(), its
+ * pi_lock and its runqueue lock, and that gives the two orderings the
+ * handshake needs (citations from Linux 6.1):
+ *  - the owner went to sleep in __schedule() under its runqueue lock and
+ *    released it after finish_task()'s smp_store_release() of on_cpu, so
+ *    everything it stored before the system call, its consumer word and
+ *    owner_busy included, is visible to loads after this probe;
+ *  - the owner runs again only after a try_to_wake_up(), which takes its
+ *    pi_lock after this probe released it and orders the wake-up before
+ *    what the owner does next ("Notes on Program-Order guarantees on SMP
+ *    systems" in core.c), so its next poll sees bias_revoked, stored
+ *    before this probe.
+ * A biased poll makes no system call, so a thread blocked in one is not
+ * inside a poll, unless a signal handler that interrupted a poll made the
+ * call: owner_busy, loaded after the probe, says so, and the wait goes on.
+ *
+ * The tid is the owner's own while it lives; once it exits, its
+ * srx_owner_exit() acknowledged first, so the revoker no longer probes it
+ * and a newer thread with the same tid is never mistaken for it. errno is
+ * kept: ibv_poll_cq() does not set it. Where /proc cannot be read (not
+ * mounted, a seccomp filter) the answer is "not known" and the revoker
+ * waits as before.
  */
-static bool srx_thread_is_zombie(pid_t tid)
+static bool srx_cq_owner_blocked(struct srx_cq *cq)
 {
-	char path[64], buf[512], *p;
-	bool zombie = false;
-	FILE *f;
+	pid_t tid = atomic_load_explicit(&cq->owner_tid, memory_order_acquire);
+	int saved = errno, fd;
+	bool blocked = false;
+	char path[64], buf[32];
+	ssize_t len;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	/* "tid (comm) S ...": comm may hold anything, so the last ')' */
-	if (fgets(buf, sizeof(buf), f)) {
-		p = strrchr(buf, ')');
-		zombie = p && (p[2] == 'Z' || p[2] == 'X');
+	if (!tid)
+		return false;	/* between its exchange and storing its tid */
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		len = read(fd, buf, sizeof(buf) - 1);
+		blocked = len > 0 && buf[0] >= '0' && buf[0] <= '9';
+		close(fd);
 	}
-	fclose(f);
-	return zombie;
+	errno = saved;
+	return blocked &&
+	       !atomic_load_explicit(&cq->owner_busy, memory_order_acquire);
 }
 
 /*
- * Whether the owner of @cq has exited. False while the owner has not yet
- * stored its tid (it is alive then, between its exchange and that store),
- * and where the probe cannot tell (a tid reused by a newer thread of the
- * process looks alive): the revoker then keeps waiting. errno is kept:
- * ibv_poll_cq() does not set it.
+ * Thread exit. An owner that exits acknowledges, in its place, a revocation
+ * of every CQ it still owns, and revokes those not yet revoked: a revoker
+ * then need not wait for it, and a newer thread that inherits its thread
+ * pointer (glibc reuses a joined thread's stack and descriptor) or its tid
+ * does not inherit the bias. The hook is a pthread key's destructor, which
+ * runs in the exiting thread before its descriptor can be reused; a thread
+ * that leaves without running destructors (the raw exit system call) is
+ * outside what pthreads supports. Providers are never unloaded, so the
+ * destructor outlives every thread.
+ *
+ * srx_owned_lock protects every thread's srx_owned list and the owned_*
+ * links of every CQ: a thread adds a CQ to its list when it becomes its
+ * owner, its exit empties the list, a destroy unlinks the CQ. All rare: of
+ * the polls, only the one that makes a thread the owner takes it.
  */
-static bool srx_cq_owner_gone(struct srx_cq *cq)
-{
-	pid_t tid = atomic_load_explicit(&cq->owner_tid, memory_order_acquire);
-	pid_t pid = getpid();
-	int saved = errno;
-	bool gone = false;
+struct srx_owned {
+	struct srx_cq *head;
+};
 
-	if (tid) {
-		if (syscall(SYS_tgkill, pid, tid, 0) && errno == ESRCH)
-			gone = true;
-		else if (tid == pid)
-			gone = srx_thread_is_zombie(tid);
+static pthread_mutex_t srx_owned_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t srx_owned_once = PTHREAD_ONCE_INIT;
+static pthread_key_t srx_owned_key;
+static bool srx_owned_key_ok;
+
+static void srx_owner_exit(void *arg)
+{
+	struct srx_owned *owned = arg;
+	struct srx_cq *cq, *next;
+
+	pthread_mutex_lock(&srx_owned_lock);
+	for (cq = owned->head; cq; cq = next) {
+		next = cq->owned_next;
+		atomic_store_explicit(&cq->bias_revoked, true,
+				      memory_order_seq_cst);
+		/* after its last store of the consumer word */
+		atomic_store_explicit(&cq->owner_acked, true,
+				      memory_order_release);
+		cq->owned_next = NULL;
+		cq->owned_pprev = NULL;
 	}
-	errno = saved;
-	return gone;
+	pthread_mutex_unlock(&srx_owned_lock);
+	free(owned);
+}
+
+static void srx_owned_key_init(void)
+{
+	srx_owned_key_ok = !pthread_key_create(&srx_owned_key, srx_owner_exit);
+}
+
+/* The calling thread's list, created on first use; NULL if it cannot be. */
+static struct srx_owned *srx_owned_self(void)
+{
+	struct srx_owned *owned;
+	int saved = errno;
+
+	if (pthread_once(&srx_owned_once, srx_owned_key_init) ||
+	    !srx_owned_key_ok)
+		return NULL;
+	owned = pthread_getspecific(srx_owned_key);
+	if (!owned) {
+		owned = calloc(1, sizeof(*owned));
+		if (owned && pthread_setspecific(srx_owned_key, owned)) {
+			free(owned);
+			owned = NULL;
+		}
+		errno = saved;
+	}
+	return owned;
+}
+
+static void srx_owned_add(struct srx_owned *owned, struct srx_cq *cq)
+{
+	pthread_mutex_lock(&srx_owned_lock);
+	cq->owned_next = owned->head;
+	if (owned->head)
+		owned->head->owned_pprev = &cq->owned_next;
+	cq->owned_pprev = &owned->head;
+	owned->head = cq;
+	pthread_mutex_unlock(&srx_owned_lock);
+}
+
+/* A destroyed CQ leaves its owner's list (if its owner still lives). */
+static void srx_owned_del(struct srx_cq *cq)
+{
+	pthread_mutex_lock(&srx_owned_lock);
+	if (cq->owned_pprev) {
+		*cq->owned_pprev = cq->owned_next;
+		if (cq->owned_next)
+			cq->owned_next->owned_pprev = cq->owned_pprev;
+		cq->owned_next = NULL;
+		cq->owned_pprev = NULL;
+	}
+	pthread_mutex_unlock(&srx_owned_lock);
 }
 
 static void srx_cq_revoke_bias(struct srx_cq *cq)
@@ -237,14 +350,15 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 		 * made its exchange after the store of bias_revoked above
 		 * (both sequentially consistent), and its loads after the
 		 * exchange (a locked instruction on x86-64, CASAL or an
-		 * acquire loop on arm64) see that store. The owner's exit is
-		 * probed once per 64 rounds: a system call, and rarely needed.
+		 * acquire loop on arm64) see that store. Whether the owner is
+		 * blocked in a system call is probed at once and then every
+		 * 64 rounds: a few system calls, and rarely needed.
 		 */
 		while (atomic_load_explicit(&cq->bias_owner,
 					    memory_order_seq_cst) &&
 		       !atomic_load_explicit(&cq->owner_acked,
 					     memory_order_acquire) &&
-		       (spins % 64 || !srx_cq_owner_gone(cq)))
+		       (spins % 64 || !srx_cq_owner_blocked(cq)))
 			srx_backoff(&spins);
 	}
 	atomic_store_explicit(&cq->bias_off, true, memory_order_release);
@@ -257,12 +371,16 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
 							   void *self)
 {
+	struct srx_owned *owned;
 	void *none = NULL;
 
+	/* No owner that could not acknowledge its exit (srx_owner_exit()). */
 	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed) &&
+	    (owned = srx_owned_self()) &&
 	    atomic_compare_exchange_strong_explicit(&cq->bias_owner, &none,
 						    self, memory_order_seq_cst,
 						    memory_order_relaxed)) {
+		srx_owned_add(owned, cq);
 		atomic_store_explicit(&cq->owner_tid,
 				      (pid_t)syscall(SYS_gettid),
 				      memory_order_release);
@@ -788,6 +906,7 @@ int srx_destroy_cq(struct ibv_cq *ibcq)
 	if (ret)
 		return ret;
 
+	srx_owned_del(cq);
 	srx_cq_unmap_ring(atomic_load_explicit(&cq->ring, memory_order_relaxed));
 	for (ring = cq->retired; ring; ring = next) {
 		next = ring->retired_next;

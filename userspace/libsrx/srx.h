@@ -79,13 +79,16 @@ struct srx_cq {
 	 * Biased polling of a thread-safe CQ (cq.c, "Biased polling").
 	 * bias_owner: the thread pointer of the thread that owns the CQ, set
 	 * once by the first poller, or NULL. owner_busy, owner_acked: written
-	 * by the owner only, around and after its polls. bias_revoked: set by
-	 * the first other consumer; bias_off: set once no biased poll can be
+	 * by the owner only, around and after its polls (and owner_acked by
+	 * its thread-exit hook). bias_revoked: set by the first other
+	 * consumer or the owner's exit; bias_off: set once no biased poll can be
 	 * running any more. Both are set from the start on a SINGLE_THREADED
 	 * CQ and where membarrier() is refused. Never cleared: a revoked CQ
 	 * stays revoked. owner_tid: the owner's thread id, stored by the owner
 	 * right after it became one (0 until then), so that a revoker can tell
-	 * an owner that exited.
+	 * an owner blocked in a system call. owned_next, owned_pprev: this CQ
+	 * in its owner's list of owned CQs, for the owner's thread-exit hook;
+	 * under srx_owned_lock (cq.c).
 	 */
 	_Atomic(void *) bias_owner;
 	_Atomic pid_t owner_tid;
@@ -93,6 +96,8 @@ struct srx_cq {
 	_Atomic bool owner_acked;
 	_Atomic bool bias_revoked;
 	_Atomic bool bias_off;
+	struct srx_cq *owned_next;
+	struct srx_cq **owned_pprev;
 
 	/*
 	 * cq_ex polling. ibv_cq_ex returns each completion in fields of the
