@@ -778,12 +778,14 @@ static void srx_cq_ex_init(struct srx_cq *cq)
 /* Create, destroy, resize                                            */
 /* ------------------------------------------------------------------ */
 
+/* Aligned to its cache lines (struct srx_cq). */
 static struct srx_cq *srx_cq_alloc(void)
 {
-	struct srx_cq *cq = calloc(1, sizeof(*cq));
+	struct srx_cq *cq = aligned_alloc(_Alignof(struct srx_cq), sizeof(*cq));
 
 	if (!cq)
 		return NULL;
+	memset(cq, 0, sizeof(*cq));
 	if (pthread_mutex_init(&cq->resize_mutex, NULL)) {
 		free(cq);
 		return NULL;

@@ -53,7 +53,16 @@ struct srx_cq_ring {
  * poller neither faults nor takes anything. Those placeholders and their
  * srx_cq_ring structures stay on the retired list until the CQ is
  * destroyed, when no poller may be running (verbs forbids it).
+ *
+ * Layout: the words every poll or arm reads come first and are written
+ * rarely (at creation, once by the bias's owner or its revoker, by a
+ * resize). Each word some thread writes on every poll or arm (owner_busy,
+ * arm_seq, poll_owner) starts a cache line of its own, so that writing it
+ * does not take the first group's lines from the other pollers' caches.
+ * selftests/host/cq_layout_test.c checks it.
  */
+#define SRX_CACHE_LINE 64
+
 struct srx_cq {
 	struct verbs_cq vcq;
 	_Atomic(struct srx_cq_ring *) ring;
@@ -72,32 +81,28 @@ struct srx_cq {
 	 */
 	struct srx_cq_view own_view;
 
-	/* Last arm sequence handed out (fetch-add when multi-threaded). */
-	_Atomic uint32_t arm_seq;
-
 	/*
 	 * Biased polling of a thread-safe CQ (cq.c, "Biased polling").
 	 * bias_owner: the thread pointer of the thread that owns the CQ, set
 	 * once by the first poller, or NULL. owner_busy, owner_acked: written
 	 * by the owner only, around and after its polls (and owner_acked by
 	 * its thread-exit hook). bias_revoked: set by the first other
-	 * consumer or the owner's exit; bias_off: set once no biased poll can be
-	 * running any more. Both are set from the start on a SINGLE_THREADED
-	 * CQ and where membarrier() is refused. Never cleared: a revoked CQ
-	 * stays revoked. owner_tid: the owner's thread id, stored by the owner
-	 * right after it became one (0 until then), so that a revoker can tell
-	 * an owner blocked in a system call. owned_next, owned_pprev: this CQ
-	 * in its owner's list of owned CQs, for the owner's thread-exit hook;
-	 * under srx_owned_lock (cq.c).
+	 * consumer or the owner's exit; bias_off: set once no biased poll can
+	 * be running any more. Both are set from the start on a
+	 * SINGLE_THREADED CQ and where membarrier() is refused. Never cleared:
+	 * a revoked CQ stays revoked. owner_tid: the owner's thread id, stored
+	 * by the owner right after it became one (0 until then), so that a
+	 * revoker can tell an owner blocked in a system call.
 	 */
 	_Atomic(void *) bias_owner;
 	_Atomic pid_t owner_tid;
-	_Atomic bool owner_busy;
-	_Atomic bool owner_acked;
 	_Atomic bool bias_revoked;
 	_Atomic bool bias_off;
-	struct srx_cq *owned_next;
-	struct srx_cq **owned_pprev;
+	_Alignas(SRX_CACHE_LINE) _Atomic bool owner_busy;
+	_Atomic bool owner_acked;
+
+	/* Last arm sequence handed out (fetch-add when multi-threaded). */
+	_Alignas(SRX_CACHE_LINE) _Atomic uint32_t arm_seq;
 
 	/*
 	 * cq_ex polling. ibv_cq_ex returns each completion in fields of the
@@ -108,15 +113,22 @@ struct srx_cq {
 	 * other threads runs concurrently and lock-free. Single-threaded CQs
 	 * skip poll_owner and read the CQE in place.
 	 */
-	_Atomic uint32_t poll_owner;
+	_Alignas(SRX_CACHE_LINE) _Atomic uint32_t poll_owner;
 	struct srx_cqe cur_copy;
 	const struct srx_cqe *cur;
 	uint32_t ex_cons;		/* single-threaded: index during a poll */
 
 	/* Resizes: control path, may sleep. */
-	pthread_mutex_t resize_mutex;
+	_Alignas(SRX_CACHE_LINE) pthread_mutex_t resize_mutex;
 	_Atomic bool resizing;
 	struct srx_cq_ring *retired;	/* under resize_mutex */
+
+	/*
+	 * This CQ in its owner's list of owned CQs, for the owner's
+	 * thread-exit hook; under srx_owned_lock (cq.c).
+	 */
+	struct srx_cq *owned_next;
+	struct srx_cq **owned_pprev;
 };
 
 static inline struct srx_cq *to_scq(struct ibv_cq *ibcq)
