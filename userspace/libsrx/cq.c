@@ -778,16 +778,19 @@ static void srx_cq_ex_init(struct srx_cq *cq)
 /* Create, destroy, resize                                            */
 /* ------------------------------------------------------------------ */
 
-/* Aligned to its cache lines (struct srx_cq). */
+/* Aligned to its cache lines (struct srx_cq); NULL with errno set. */
 static struct srx_cq *srx_cq_alloc(void)
 {
 	struct srx_cq *cq = aligned_alloc(_Alignof(struct srx_cq), sizeof(*cq));
+	int ret;
 
 	if (!cq)
 		return NULL;
 	memset(cq, 0, sizeof(*cq));
-	if (pthread_mutex_init(&cq->resize_mutex, NULL)) {
+	ret = pthread_mutex_init(&cq->resize_mutex, NULL);
+	if (ret) {
 		free(cq);
+		errno = ret;	/* ibv_create_cq(3) reports errno */
 		return NULL;
 	}
 	return cq;

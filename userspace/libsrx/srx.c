@@ -215,8 +215,15 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 	return &ctx->ibv_ctx;
 
 err_uninit:
+	/*
+	 * verbs_uninit_context() closes the context's file descriptors (in
+	 * rdma-core 44 two close() calls and a free()), any of which may set
+	 * errno: ibv_open_device() must still report the reason.
+	 */
+	ret = errno;
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
+	errno = ret;
 	return NULL;
 }
 
