@@ -43,6 +43,13 @@ static inline void srx_backoff(unsigned int *spins)
 	if (++*spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		/*
+		 * yield is a hint most arm64 cores execute as a no-op; isb
+		 * waits for the pipeline to drain, a pause of the order of
+		 * x86's.
+		 */
+		__asm__ volatile("isb" ::: "memory");
 #endif
 	} else {
 		sched_yield();
