@@ -12,6 +12,19 @@
  *    exactly when the swap succeeds; a failed swap means another thread
  *    took them, and the copy is dropped. No lock, and each CQE is taken by
  *    exactly one thread.
+ *    The copy is the reader's half of a seqlock: once another consumer has
+ *    moved the index past a slot, the kernel may rewrite the slot while
+ *    this thread still copies it, and plain reads racing with writes are
+ *    a data race, undefined behaviour under C11's model. The copy is never
+ *    looked at before the swap decides, a torn copy is dropped, and the
+ *    slot reads are ordered before the swap (release) and after the load
+ *    of prod (acquire), so what is kept is exactly what the kernel wrote;
+ *    the writer is another address space's kernel, outside the C
+ *    program. Reading each slot through relaxed atomic loads would make
+ *    it conforming (H.-J. Boehm, "Can seqlocks get along with programming
+ *    language memory models?", MSPC 2012) and emit the same instructions
+ *    on x86-64; memcpy() is kept, as seqlock readers (the Linux kernel's
+ *    among them) do.
  *  - single-threaded: a private consumer index, CQEs read in place, one
  *    release store per batch; no atomic read-modify-write at all.
  * Indices are free-running u32 (srx-abi.h); a consumer word whose high half
