@@ -271,7 +271,7 @@ check-debug:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(TOP)/tools/debug-kernel deps
 	$(Q)$(TOP)/tools/debug-kernel build
-	$(Q)$(MAKE) --no-print-directory provider tools $(SELFTESTS) $(HELPERS)
+	$(Q)$(MAKE) --no-print-directory provider tools bench-build $(SELFTESTS) $(HELPERS)
 	$(Q)$(TOP)/tools/check-debug $(BUILD) "$(VM_TESTS)"
 
 bench:
