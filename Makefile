@@ -188,8 +188,8 @@ $(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(TOP)/se
 
 host-tests: $(HOST_TESTS)
 
-$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(KSELFTEST) \
-		$(TOP)/selftests/harness_timeout.h
+$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(TOP)/kernel/cq_publish.h \
+		$(KSELFTEST) $(TOP)/selftests/harness_timeout.h
 	@echo "  CC      host/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/host
 	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \

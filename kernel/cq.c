@@ -52,6 +52,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "cq.h"
+#include "cq_publish.h"
 #include "device.h"
 #include "ring.h"
 #include "ucontext.h"
@@ -281,7 +282,7 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 	bool raise_error = false, fire = false;
 	bool solicited = false, failed = false;
 	unsigned long flags;
-	u32 room, posted, lost, i, arm;
+	u32 room, posted, lost, i;
 
 	spin_lock_irqsave(&cq->lock, flags);
 	ring = cq->ring;
@@ -307,20 +308,12 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 	if (posted) {
 		cq->prod += posted;
 		/*
-		 * K1. While a resize moves CQEs the new ring's prod is published
+		 * While a resize moves CQEs the new ring's prod is published
 		 * once they are all there (srx_cq_move_batch()); until then no
 		 * consumer looks at that ring.
 		 */
-		if (!cq->old)
-			smp_store_release(&ring->ctrl->prod, cq->prod);
-
-		smp_mb();	/* K3: prod visible before the arm word is read */
-		arm = READ_ONCE(ring->ctrl->arm);
-		if (srx_arm_fires(arm, cq->fired, solicited, failed)) {
-			cq->fired = srx_arm_seq(arm);
-			WRITE_ONCE(ring->ctrl->fired, cq->fired);
-			fire = true;
-		}
+		fire = srx_cq_publish(ring->ctrl, cq->prod, !cq->old,
+				      &cq->fired, solicited, failed);
 	}
 
 	if (lost) {

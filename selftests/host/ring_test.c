@@ -2,11 +2,13 @@
 /*
  * ring_test.c - srx's shared-ring logic on the host, without a kernel.
  *
- * kernel/ring.h (the producer's index math and the arm decision) and
+ * kernel/ring.h (the producer's index math and the arm decision),
+ * kernel/cq_publish.h (srx_cq_post()'s K1 store-release of prod, K3 full
+ * fence and arm check, the kernel's own code) and
  * userspace/libsrx/cq_ring.h (the consumer side libsrx runs on the mapped
  * ring) are compiled together here. A thread plays srx.ko: it does what
- * srx_cq_post() does to the shared memory (room check, CQE stores, K1
- * store-release of prod, K3 full fence, arm check) and what
+ * srx_cq_post() does to the shared memory (room check, CQE stores, then
+ * srx_cq_publish()) and what
  * srx_cq_switch_ring() does to seal a ring (an exchange of the consumer
  * word). Other threads consume the way libsrx does: srx_cq_take() and
  * srx_cq_claim_begin()/_commit() for any number of threads (mixed on one
@@ -20,6 +22,8 @@
  *    and never more than the ring holds;
  *  - every CQE reaches exactly one consumer, intact, in order per consumer,
  *    with indices that start just below 2^32 so they wrap during the run;
+ *  - that srx_cq_publish() issues its store, fence and load in the K1/K3
+ *    order, recorded call by call through instrumented barrier macros;
  *  - the arm protocol: srx_arm_next never reuses the fired sequence and
  *    wraps in 31 bits, the srx_arm_fires truth table, one event per arm,
  *    and the no-lost-wake-up property of U3/K3 as a store-buffering race
@@ -61,6 +65,53 @@ typedef uint32_t u32;
 typedef uint64_t u64;
 
 #include "ring.h"		/* kernel/ring.h */
+
+/*
+ * The kernel primitives kernel/cq_publish.h uses, as C11 atomics of the
+ * same strength, each recording its call (in this thread, while tracing
+ * is on) so that a test can check the order the kernel's code issues them
+ * in. host_mb_off drops the fence for the negative control only.
+ */
+enum { HOST_STORE_RELEASE, HOST_MB, HOST_READ, HOST_WRITE };
+
+#define HOST_TRACE_MAX 8
+static __thread struct {
+	bool on;
+	unsigned int n;
+	struct {
+		int op;		/* HOST_* */
+		const volatile void *addr;
+	} ev[HOST_TRACE_MAX];
+} host_trace;
+static bool host_mb_off;
+
+static inline void host_note(int op, const volatile void *addr)
+{
+	if (host_trace.on && host_trace.n < HOST_TRACE_MAX) {
+		host_trace.ev[host_trace.n].op = op;
+		host_trace.ev[host_trace.n++].addr = addr;
+	}
+}
+
+#define smp_store_release(p, v) do {					\
+	host_note(HOST_STORE_RELEASE, (p));				\
+	__atomic_store_n((p), (v), __ATOMIC_RELEASE);			\
+} while (0)
+#define smp_mb() do {							\
+	host_note(HOST_MB, NULL);					\
+	if (!host_mb_off)						\
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);		\
+} while (0)
+#define READ_ONCE(x) ({							\
+	host_note(HOST_READ, &(x));					\
+	__atomic_load_n(&(x), __ATOMIC_RELAXED);			\
+})
+#define WRITE_ONCE(x, v) do {						\
+	host_note(HOST_WRITE, &(x));					\
+	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED);			\
+} while (0)
+
+#include "cq_publish.h"		/* kernel/cq_publish.h */
 #include "cq_ring.h"		/* userspace/libsrx/cq_ring.h */
 #include "cqe_wc.h"		/* userspace/libsrx/cqe_wc.h */
 
@@ -246,13 +297,13 @@ static uint32_t kern_read_cons(struct kern *k)
 /*
  * Post up to @n CQEs with sequence numbers @first.. and return how many
  * fitted. *@fire is set if the arm word asked for this completion.
- * @fences false drops K3's fence: only the negative control uses that.
+ * The shared memory part is the kernel's own srx_cq_publish().
  */
 static uint32_t kern_post(struct kern *k, uint64_t first, uint32_t n,
-			  bool solicited, bool error, bool fences, bool *fire)
+			  bool solicited, bool error, bool *fire)
 {
 	struct ring *r = k->r;
-	uint32_t cons = kern_read_cons(k), room, i, arm;
+	uint32_t cons = kern_read_cons(k), room, i;
 
 	if ((uint32_t)(cons - k->last_cons) > (uint32_t)(k->prod - k->last_cons))
 		k->bad_cons++;
@@ -271,15 +322,9 @@ static uint32_t kern_post(struct kern *k, uint64_t first, uint32_t n,
 		return 0;
 
 	k->prod += n;
-	__atomic_store_n(&r->ctrl->prod, k->prod, __ATOMIC_RELEASE);	/* K1 */
-	if (fences)
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);		/* K3 */
-	arm = __atomic_load_n(&r->ctrl->arm, __ATOMIC_RELAXED);
-	if (srx_arm_fires(arm, k->fired, solicited, error)) {
-		k->fired = srx_arm_seq(arm);
-		__atomic_store_n(&r->ctrl->fired, k->fired, __ATOMIC_RELAXED);
-		*fire = true;
-	}
+	/* The kernel's own K1/K3 sequence; host_mb_off is the control's. */
+	*fire = srx_cq_publish(r->ctrl, k->prod, true, &k->fired, solicited,
+			       error);
 	return n;
 }
 
@@ -753,7 +798,7 @@ TEST(arm_fires_once_per_arm)
 			/* Solicited-only arms ignore the first, plain one. */
 			bool solicited = i > 0;
 
-			ASSERT_EQ(1u, kern_post(&k, s++, 1, solicited, false, true,
+			ASSERT_EQ(1u, kern_post(&k, s++, 1, solicited, false,
 					       &fire));
 			if (solicited_only && !solicited)
 				EXPECT_FALSE(fire);
@@ -785,7 +830,7 @@ TEST(sealed_word_takes_nothing)
 
 	ASSERT_EQ(0, ring_init(&r, 8, UINT32_MAX - 2));
 	kern_init(&k, &r);
-	ASSERT_EQ(5u, kern_post(&k, 0, 5, false, false, true, &fire));
+	ASSERT_EQ(5u, kern_post(&k, 0, 5, false, false, &fire));
 	memset(&pattern, 0xa5, sizeof(pattern));
 
 	for (i = 0; i < ARRAY_LEN(seals); i++) {
@@ -965,7 +1010,7 @@ static void *producer(void *arg)
 
 		if (n > run->total - s)
 			n = run->total - s;
-		got = kern_post(&run->k, s, n, false, false, true, &fire);
+		got = kern_post(&run->k, s, n, false, false, &fire);
 		s += got;
 		if (got)
 			w = (struct wait){ 0 };
@@ -1149,6 +1194,64 @@ TEST_F_TIMEOUT(seal, seal_under_load, 20)
 }
 
 /* ------------------------------------------------------------------ */
+/* The kernel's publication sequence, call by call                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * srx_cq_publish() (kernel/cq_publish.h, the code srx_cq_post() runs)
+ * must store prod with release (K1), then issue a full fence, then load
+ * the arm word (K3): release and a relaxed load may be reordered (store
+ * buffering), which loses a wake-up. The race below can only show that
+ * on some runs; the recorded calls show it on every run. Without a prod
+ * to publish (a resize moving CQEs) the fence still comes before the load.
+ */
+static void trace_publish(struct __test_metadata *_metadata, bool publish,
+			  bool armed)
+{
+	struct srx_cq_ctrl ctrl = { 0 };
+	unsigned int i = 0;
+	u32 fired = 0;
+	bool fire;
+
+	if (armed)
+		ctrl.arm = 1u << SRX_CQ_ARM_SEQ_SHIFT;
+	host_trace.n = 0;
+	host_trace.on = true;
+	fire = srx_cq_publish(&ctrl, 7, publish, &fired, false, false);
+	host_trace.on = false;
+
+	EXPECT_EQ(armed, fire);
+	EXPECT_EQ(publish ? 7u : 0u, ctrl.prod);
+	EXPECT_EQ(armed ? 1u : 0u, fired);
+	EXPECT_EQ(fired, ctrl.fired);
+	ASSERT_EQ((publish ? 3u : 2u) + armed, host_trace.n)
+		TH_LOG("%u primitive calls", host_trace.n);
+	if (publish) {
+		EXPECT_EQ(HOST_STORE_RELEASE, host_trace.ev[i].op);
+		EXPECT_EQ((const volatile void *)&ctrl.prod, host_trace.ev[i].addr);
+		i++;
+	}
+	EXPECT_EQ(HOST_MB, host_trace.ev[i].op)
+		TH_LOG("K3: no full fence between the prod store and the arm load");
+	i++;
+	EXPECT_EQ(HOST_READ, host_trace.ev[i].op);
+	EXPECT_EQ((const volatile void *)&ctrl.arm, host_trace.ev[i].addr);
+	i++;
+	if (armed) {
+		EXPECT_EQ(HOST_WRITE, host_trace.ev[i].op);
+		EXPECT_EQ((const volatile void *)&ctrl.fired, host_trace.ev[i].addr);
+	}
+}
+
+TEST(publish_fences_prod_before_arm)
+{
+	trace_publish(_metadata, true, false);
+	trace_publish(_metadata, true, true);
+	trace_publish(_metadata, false, false);
+	trace_publish(_metadata, false, true);
+}
+
+/* ------------------------------------------------------------------ */
 /* No lost wake-up: U3 against K3                                     */
 /* ------------------------------------------------------------------ */
 
@@ -1268,7 +1371,7 @@ static void *dekker_producer(void *arg)
 		dekker_start(d, &seed);
 		d->fired[i] = UINT32_MAX;
 		/* The ring has room: the consumer took the previous CQE. */
-		if (kern_post(&d->k, i, 1, false, false, d->fences, &fire) && fire)
+		if (kern_post(&d->k, i, 1, false, false, &fire) && fire)
 			d->fired[i] = d->k.fired;
 		if (!dekker_barrier(d, 1, 2 * i + 2))
 			break;
@@ -1302,10 +1405,13 @@ static uint32_t dekker_run(struct dekker *d, uint32_t iters,
 		goto out;
 	}
 
+	/* The producer runs the kernel's code: drop its fence there. */
+	host_mb_off = !fences;
 	pthread_create(&c, NULL, dekker_consumer, d);
 	pthread_create(&p, NULL, dekker_producer, d);
 	pthread_join(c, NULL);
 	pthread_join(p, NULL);
+	host_mb_off = false;
 
 	for (i = 0; i < d->done; i++)
 		lost += !d->saw[i] && d->fired[i] != d->armed[i];
