@@ -8,9 +8,14 @@
  *                           a CQ another thread has polled before)
  *   cq_bench -d DEV mtpoll  -t THREADS [-n CQES] completions per second
  *   cq_bench -d DEV create  -c CQE [-n PAIRS]    ns per create+destroy
- *   cq_bench -d DEV notify  [-n ROUNDS] [-P CPU] ns per notification round
+ *   cq_bench -d DEV notify  [-n ROUNDS] [-P CPU [-I]] ns per notification
+ *                           round (-I: also count the rounds in which CPU
+ *                           took an irq_work interrupt)
  *   cq_bench -d DEV syscalls-poll [-n POLLS]     loops only, for strace -c
  *   cq_bench -d DEV syscalls-arm  [-n ARMS]      loops only, for strace -c
+ *   cq_bench -d DEV syscalls-take [-n ROUNDS]    polls that take completions
+ *                           and arms after an event, between getppid()
+ *                           markers, for strace
  *
  * Each prints one line "RESULT <workload> <param> <value> <unit>". No wire
  * protocol is needed: completions come from receives flushed when their QP
@@ -312,13 +317,48 @@ static void bench_create(int requested, uint32_t pairs)
 }
 
 /*
+ * CPU @cpu's count of irq_work interrupts (the IWI row of
+ * /proc/interrupts), or -1.
+ */
+static long long iwi_count(int cpu)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	long long v = -1;
+	char line[4096];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *end;
+		int c;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "IWI:", 4))
+			continue;
+		p += 4;
+		for (c = 0; c <= cpu; c++) {
+			v = strtoll(p, &end, 10);
+			if (end == p) {
+				v = -1;
+				break;
+			}
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/*
  * Workload 4: arm, make one completion, wait for the event, ack, poll.
  * With -P the thread runs on that CPU only (bench/run pins it to CPU 0,
  * the CPU of comp_vector 0). srx raises a user CQ's event on the CPU that
  * made the completion, here the one that moved the QP to error, and rxe
  * does too; a kernel CQ's event would go to comp_vector's CPU.
  */
-static void bench_notify(uint32_t rounds, int cpu)
+static void bench_notify(uint32_t rounds, int cpu, bool count_iwi)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
 	struct ibv_recv_wr wr = {}, *bad;
@@ -326,9 +366,11 @@ static void bench_notify(uint32_t rounds, int cpu)
 	struct ibv_wc wc;
 	struct ibv_qp *qp;
 	uint64_t spent = 0;
+	uint32_t i, iwi_rounds = 0;
 	void *ev_ctx;
-	uint32_t i;
 
+	if (count_iwi && cpu < 0)
+		DIE("-I needs -P");
 	if (cpu >= 0) {
 		cpu_set_t set;
 
@@ -346,11 +388,14 @@ static void bench_notify(uint32_t rounds, int cpu)
 
 	for (i = 0; i < rounds; i++) {
 		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		long long iwi0 = 0, iwi1;
 		uint64_t t0;
 
 		if (qp_move(qp, IBV_QPS_RESET) || qp_move(qp, IBV_QPS_INIT) ||
 		    ibv_post_recv(qp, &wr, &bad))
 			DIE("notify setup");
+		if (count_iwi && (iwi0 = iwi_count(cpu)) < 0)
+			DIE("no IWI count for CPU %d in /proc/interrupts", cpu);
 		t0 = now_ns();
 		if (ibv_req_notify_cq(cq, 0) || qp_move(qp, IBV_QPS_ERR))
 			DIE("arm/flush");
@@ -362,7 +407,13 @@ static void bench_notify(uint32_t rounds, int cpu)
 		while (ibv_poll_cq(cq, 1, &wc) != 1)
 			;
 		spent += now_ns() - t0;
+		if (count_iwi) {
+			iwi1 = iwi_count(cpu);
+			iwi_rounds += iwi1 > iwi0;
+		}
 	}
+	if (count_iwi)
+		printf("IWI rounds %u of %u\n", iwi_rounds, rounds);
 	if (cpu >= 0)
 		printf("RESULT notify pinned-cpu%d %.0f ns/round\n", cpu,
 		       (double)spent / rounds);
@@ -410,14 +461,75 @@ static void syscalls_arm(uint32_t n)
 	printf("RESULT syscalls-arm loops=%u done\n", n);
 }
 
+/*
+ * Polls that take completions and arms after an event, each round
+ * between two getppid() calls, a system call nothing else here makes:
+ * tools count what strace shows between the markers. Each round flushes
+ * TAKE_N receives with one armed CQ (the producer's system calls and the
+ * event's read() stay outside the markers), then, inside them, polls
+ * them one at a time and in a batch, and re-arms the CQ that has just
+ * fired.
+ */
+#define TAKE_N 8
+
+static void syscalls_take(uint32_t rounds)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_recv_wr wr = {}, *bad;
+	struct ibv_wc wc[TAKE_N];
+	struct ibv_cq *cq, *ev_cq;
+	struct ibv_qp *qp;
+	uint32_t i, j, got;
+	void *ev_ctx;
+
+	if (!ch)
+		DIE("ibv_create_comp_channel");
+	cq = ibv_create_cq(ctx, 2 * TAKE_N, NULL, ch, 0);
+	if (!cq)
+		DIE("ibv_create_cq");
+	qp = make_qp(cq, TAKE_N);
+	if (ibv_req_notify_cq(cq, 0))
+		DIE("ibv_req_notify_cq");
+	for (i = 0; i < rounds; i++) {
+		if (qp_move(qp, IBV_QPS_RESET) || qp_move(qp, IBV_QPS_INIT))
+			DIE("modify QP: %s", strerror(errno));
+		for (j = 0; j < TAKE_N; j++)
+			if (ibv_post_recv(qp, &wr, &bad))
+				DIE("ibv_post_recv");
+		if (qp_move(qp, IBV_QPS_ERR))
+			DIE("modify QP to ERR");
+		/* The flush completed them; the armed CQ fired. */
+		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+			DIE("ibv_get_cq_event");
+		ibv_ack_cq_events(ev_cq, 1);
+
+		getppid();
+		got = 0;
+		for (j = 0; j < TAKE_N / 2; j++)
+			got += ibv_poll_cq(cq, 1, wc) == 1;
+		got += ibv_poll_cq(cq, TAKE_N, wc);
+		if (ibv_req_notify_cq(cq, 0))
+			DIE("ibv_req_notify_cq");
+		getppid();
+
+		if (got != TAKE_N)
+			DIE("round %u: took %u of %u completions", i, got, TAKE_N);
+	}
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
+	printf("RESULT syscalls-take rounds=%u completions=%u done\n", rounds,
+	       rounds * TAKE_N);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL, *what;
 	int batch = 1, threads = 1, cqe = 256, rounds = 3, cpu = -1, opt;
-	bool single_threaded = false, shared = false;
+	bool single_threaded = false, shared = false, count_iwi = false;
 	long n = -1;
 
-	while ((opt = getopt(argc, argv, "d:b:t:c:n:r:P:sS")) != -1) {
+	while ((opt = getopt(argc, argv, "d:b:t:c:n:r:P:IsS")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'b': batch = atoi(optarg); break;
@@ -426,13 +538,14 @@ int main(int argc, char **argv)
 		case 'n': n = atol(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'P': cpu = atoi(optarg); break;
+		case 'I': count_iwi = true; break;
 		case 's': single_threaded = true; break;
 		case 'S': shared = true; break;
 		default: DIE("bad option");
 		}
 	}
 	if (!dev || optind >= argc)
-		DIE("usage: cq_bench -d DEV poll|mtpoll|create|notify|syscalls-poll|syscalls-arm ...");
+		DIE("usage: cq_bench -d DEV poll|mtpoll|create|notify|syscalls-poll|syscalls-arm|syscalls-take ...");
 	what = argv[optind];
 	open_device(dev);
 
@@ -444,11 +557,13 @@ int main(int argc, char **argv)
 	else if (!strcmp(what, "create"))
 		bench_create(cqe, n > 0 ? n : 200);
 	else if (!strcmp(what, "notify"))
-		bench_notify(n > 0 ? n : 200, cpu);
+		bench_notify(n > 0 ? n : 200, cpu, count_iwi);
 	else if (!strcmp(what, "syscalls-poll"))
 		syscalls_poll(n > 0 ? n : 1000);
 	else if (!strcmp(what, "syscalls-arm"))
 		syscalls_arm(n > 0 ? n : 1000);
+	else if (!strcmp(what, "syscalls-take"))
+		syscalls_take(n > 0 ? n : 100);
 	else
 		DIE("unknown workload %s", what);
 

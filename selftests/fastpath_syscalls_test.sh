@@ -6,6 +6,9 @@
 # ibv_create_cq()/ibv_destroy_cq() go through the uverbs ioctl interface,
 # not the legacy write() commands. Each count compares two runs of a loop
 # that differ only in length, so that start-up and teardown cancel out.
+# Those loops poll an empty CQ and re-arm one that never fires; so polls
+# that take completions, and arms right after an event, are counted too,
+# each round between two getppid() markers (cq_bench syscalls-take).
 # Also: a thread-safe CQ polled by one thread stays biased to it, and a
 # second poller revokes that with one membarrier() call.
 set -u -o pipefail
@@ -45,6 +48,23 @@ for w in syscalls-poll syscalls-arm; do
 	[ "$a" -ge 0 ] && [ "$b" -ge 0 ] && [ "$a" = "$b" ]
 	result $? "$w: 10000 more loops make no more system calls"
 done
+
+# Polls that take completions, and arms after an event: nothing between
+# the markers of any round but the first. The first poll of a thread-safe
+# CQ makes its thread the CQ's bias owner, which records its thread id
+# once (gettid(), libsrx's cq.c); that round is the warm-up. The markers
+# themselves are counted, so a workload that skipped them cannot pass.
+rounds=100
+c=$(trace_count all syscalls-take $rounds)
+read -r markers first inside < <(awk '
+	/^([0-9]+ +)?getppid\(/ { m++; next }
+	/resumed>/ { next }
+	m == 1 { f++; print "# first round: " $0 > "/dev/stderr"; next }
+	m % 2 == 1 { n++; if (n <= 5) print "# inside markers: " $0 > "/dev/stderr" }
+	END { print m + 0, f + 0, n + 0 }' "$tmp/trace")
+echo "# syscalls-take: $rounds rounds of 8 completions polled and a re-arm after each event: $markers markers; $first system call(s) in the first round, $inside in the $((rounds - 1)) after it"
+[ "$c" -ge 0 ] && [ "$markers" = $((2 * rounds)) ] && [ "$inside" = 0 ]
+result $? "polls taking completions and arms after an event make no system call"
 
 # 10 more create+destroy pairs: at least 20 more uverbs ioctls, no write().
 a_ioctl=$(trace_count ioctl "create -c 256" 10)
