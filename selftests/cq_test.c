@@ -2009,6 +2009,7 @@ TEST_F(cq_ex, notify_through_ibv_cq)
 #define MT_COMPLETIONS 100000
 #define MT_CHUNK 1024
 #define MT_POLLERS 2
+#define MT_QUOTA (MT_COMPLETIONS * 3 / 4)
 
 FIXTURE(cq_mt) {
 	struct env env;
@@ -2063,6 +2064,7 @@ struct poller {
 	atomic_uchar *seen;
 	atomic_int *taken;
 	atomic_bool *stop;
+	int quota;		/* stops taking after this many */
 	int count, out_of_order, bad;
 };
 
@@ -2090,12 +2092,20 @@ static void *poller_fn(void *arg)
 	int r, i;
 
 	while (!atomic_load(p->stop)) {
+		if (p->count >= p->quota) {
+			usleep(1000);
+			continue;
+		}
 		if (p->iterator) {
 			if (ibv_start_poll(p->ex, &attr))
 				continue;
+			/*
+			 * A sequence would otherwise take all that is ready:
+			 * stop at the quota (end_poll consumes the current).
+			 */
 			do
 				poller_take(p, p->ex->wr_id, p->ex->status, &last);
-			while (!ibv_next_poll(p->ex));
+			while (p->count < p->quota && !ibv_next_poll(p->ex));
 			ibv_end_poll(p->ex);
 		} else {
 			r = ibv_poll_cq(p->cq, 8, wc);
@@ -2110,7 +2120,8 @@ static void *poller_fn(void *arg)
  * Produce MT_COMPLETIONS in chunks while MT_POLLERS threads take them; with
  * @resize, resize the CQ between chunks through a cycle of sizes. Every
  * completion must be taken exactly once, and each thread must see its share
- * in order.
+ * in order. A poller stops taking at MT_QUOTA, so the others must take the
+ * rest: more than one thread takes completions, whatever the scheduling.
  */
 static void run_pollers(struct __test_metadata *_metadata,
 			FIXTURE_DATA(cq_mt) *self,
@@ -2131,6 +2142,7 @@ static void run_pollers(struct __test_metadata *_metadata,
 			.ex = self->ex, .cq = self->cq,
 			.iterator = variant->iterator && i == 1,
 			.seen = seen, .taken = &taken, .stop = &stop,
+			.quota = MT_QUOTA,
 		};
 	}
 
@@ -2184,6 +2196,9 @@ static void run_pollers(struct __test_metadata *_metadata,
 	for (i = 0; i < MT_POLLERS; i++) {
 		EXPECT_EQ(0, p[i].out_of_order) TH_LOG("poller %d", i);
 		EXPECT_EQ(0, p[i].bad) TH_LOG("poller %d", i);
+		/* A batch may overshoot the quota by 7 at most. */
+		EXPECT_GE(MT_QUOTA + 7, p[i].count) TH_LOG("poller %d", i);
+		EXPECT_LT(0, p[i].count) TH_LOG("poller %d took nothing", i);
 	}
 	TH_LOG("taken by poller 0: %d, poller 1 (%s): %d; %d resizes",
 	       p[0].count, variant->iterator ? "iterator" : "ibv_poll_cq",
