@@ -749,6 +749,7 @@ TEST_F(cq_create, poll_returns_at_most_num_entries)
 
 #define LIMIT_EXTRA 4		/* CQs the test may create under the limit */
 #define LIMIT_CYCLES 3000	/* create/destroy and refused creates, for leaks */
+#define LIMIT_REFUSALS 20000	/* refused creates alone, for leaks */
 
 FIXTURE(cq_limit) {
 	struct env env;
@@ -790,6 +791,34 @@ static int read_param(const char *param, char *buf, size_t len)
 	return ret;
 }
 
+/*
+ * Slab objects in use (/proc/slabinfo, root only), all caches together:
+ * the smallest of a few samples a moment apart, since the RDMA core frees
+ * uobjects after an RCU grace period. -1 if unreadable.
+ */
+static long long slab_objects_settled(void)
+{
+	long long best = -1;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		FILE *f = fopen("/proc/slabinfo", "r");
+		long long sum = 0, active;
+		char line[512], name[128];
+
+		if (!f)
+			return -1;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "%127s %lld", name, &active) == 2)
+				sum += active;
+		fclose(f);
+		if (best < 0 || sum < best)
+			best = sum;
+		usleep(100000);
+	}
+	return best;
+}
+
 static struct ibv_cq *create_one(struct env *e, bool ex)
 {
 	struct ibv_cq_ex *cq_ex;
@@ -806,10 +835,11 @@ static struct ibv_cq *create_one(struct env *e, bool ex)
  * own included), and refusing one neither warns nor leaks: the RDMA core's
  * resource count, unreclaimable slab and vmalloc come back.
  */
-TEST_F(cq_limit, over_max_cq_enomem_no_leak)
+TEST_F_TIMEOUT(cq_limit, over_max_cq_enomem_no_leak, 180)
 {
 	struct env *e = &self->env;
 	long slab0, vmalloc0, slab1, vmalloc1, lazy0, lazy1;
+	long long objs0, objs1;
 	struct ibv_device_attr_ex attr;
 	int existing, limit, i, kmsg, ret;
 	char buf[32];
@@ -884,6 +914,37 @@ TEST_F(cq_limit, over_max_cq_enomem_no_leak)
 	 */
 	EXPECT_LT(slab1 - slab0, 512);
 	EXPECT_LT(vmalloc1 - vmalloc0, LIMIT_CYCLES * 4 / 8);
+
+	/*
+	 * Refusals alone, at the limit: each one allocates the core's uobject
+	 * and the ib_cq with srx's CQ around it, and must free both. A leak of
+	 * one object per refusal would add 20,000 objects in use; 400 is a
+	 * leak every 50 refusals, above SLUB's per-CPU slabs counted as in use
+	 * (measured: -198 in one run). SUnreclaim gets 12 bytes a refusal (the
+	 * cycles above allow 170: their rings make slab wander).
+	 */
+	ASSERT_EQ(NULL, self->cqs[LIMIT_EXTRA]);
+	objs0 = slab_objects_settled();
+	slab0 = srx_meminfo_kb("SUnreclaim");
+	for (i = 0; i < LIMIT_REFUSALS; i++) {
+		struct ibv_cq *cq = create_one(e, i & 1);
+
+		if (cq) {
+			ibv_destroy_cq(cq);
+			break;
+		}
+		if (errno != ENOMEM)
+			break;
+	}
+	EXPECT_EQ(LIMIT_REFUSALS, i) TH_LOG("refusal %d: %s", i,
+					    strerror(errno));
+	objs1 = slab_objects_settled();
+	slab1 = srx_meminfo_kb("SUnreclaim");
+	TH_LOG("%d refused creates: slab objects %+lld, SUnreclaim %+ld kB",
+	       LIMIT_REFUSALS, objs1 - objs0, slab1 - slab0);
+	ASSERT_LE(0, objs0) TH_LOG("/proc/slabinfo unreadable");
+	EXPECT_GT(400, objs1 - objs0);
+	EXPECT_GT(LIMIT_REFUSALS * 12 / 1024, slab1 - slab0);
 
 	for (i = 0; i < LIMIT_EXTRA; i++)
 		EXPECT_EQ(0, ibv_destroy_cq(self->cqs[i]));

@@ -13,6 +13,7 @@
  * add` (which loads the installed module by its alias), so the tests after
  * this program find the device as install_test.sh left it.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -314,13 +315,19 @@ static int churn_measure_settled(struct churn_mem *m)
 /* Ring sizes: one page, several pages, and a larger ring, in turn. */
 static const int churn_sizes[] = { 1, 100, 1000 };
 
-/* One churning process: exits 0, or 1 after printing what failed. */
+/*
+ * One churning process: exits 0, or 1 after printing what failed. Each
+ * cycle also has a create refused (a size over max_cqe, EINVAL): the RDMA
+ * core allocates the CQ's objects and the driver refuses it, so the
+ * unwinding of a failed create is churned as often as a destroy.
+ */
 static void churn_child(int cycles)
 {
 	struct ibv_context *ctx = srx_test_open();
+	struct ibv_device_attr attr;
 	int i;
 
-	if (!ctx) {
+	if (!ctx || ibv_query_device(ctx, &attr) || attr.max_cqe == INT_MAX) {
 		fprintf(stderr, "# churn: open: %s\n", strerror(errno));
 		_exit(1);
 	}
@@ -331,6 +338,13 @@ static void churn_child(int cycles)
 		if (!cq || ibv_destroy_cq(cq)) {
 			fprintf(stderr, "# churn: cycle %d: %s\n", i,
 				strerror(errno));
+			_exit(1);
+		}
+		errno = 0;
+		cq = ibv_create_cq(ctx, attr.max_cqe + 1, NULL, NULL, 0);
+		if (cq || errno != EINVAL) {
+			fprintf(stderr, "# churn: cycle %d: cqe over max_cqe: %s\n",
+				i, cq ? "created" : strerror(errno));
 			_exit(1);
 		}
 	}
@@ -364,7 +378,8 @@ static int churn(int cycles, int procs, double *secs)
 }
 
 /*
- * 100,000 CQ create/destroy cycles leave kernel memory where it was.
+ * 100,000 CQ create/destroy cycles, each with a refused create, leave
+ * kernel memory where it was.
  *
  * Tolerances, against a leak of one object (or one ring) per cycle, which
  * would grow the counters by 100,000 objects or 100,000 pages:
@@ -392,7 +407,7 @@ TEST_F_TIMEOUT(lifecycle, cq_churn_leaves_no_memory, 900)
 	ASSERT_EQ(0, churn_measure_settled(&before));
 
 	ASSERT_EQ(0, churn(CHURN_CYCLES, CHURN_PROCS, &secs));
-	TH_LOG("%d CQ create/destroy cycles in %.1f s (%.0f/s, %d processes)",
+	TH_LOG("%d CQ create/destroy/refused-create cycles in %.1f s (%.0f/s, %d processes)",
 	       CHURN_CYCLES, secs, CHURN_CYCLES / secs, CHURN_PROCS);
 
 	ASSERT_EQ(0, churn_measure_settled(&now));
