@@ -26,17 +26,25 @@
 #include "qp.h"
 #include "ucontext.h"
 
-static unsigned int max_cq;
+static unsigned int max_cq, max_qp, max_pd, max_mr;
 
 /*
- * Every registered srx device, so that a change of max_cq reaches the copy
- * of the attributes the RDMA core answers ibv_query_device() from.
+ * Every registered srx device, so that a change of a limit reaches the
+ * copy of the attributes the RDMA core answers ibv_query_device() from.
  * srx_devices_lock protects the list and serializes those updates.
  */
 static LIST_HEAD(srx_devices);
 static DEFINE_MUTEX(srx_devices_lock);
 
-static int srx_set_max_cq(const char *val, const struct kernel_param *kp)
+static void srx_device_set_limits(struct ib_device_attr *a)
+{
+	WRITE_ONCE(a->max_cq, srx_device_max_cq());
+	WRITE_ONCE(a->max_qp, srx_device_max_qp());
+	WRITE_ONCE(a->max_pd, srx_device_max_pd());
+	WRITE_ONCE(a->max_mr, srx_device_max_mr());
+}
+
+static int srx_set_limit(const char *val, const struct kernel_param *kp)
 {
 	struct srx_device *sdev;
 	int ret;
@@ -45,19 +53,52 @@ static int srx_set_max_cq(const char *val, const struct kernel_param *kp)
 	ret = param_set_uint(val, kp);
 	if (!ret)
 		list_for_each_entry(sdev, &srx_devices, list)
-			WRITE_ONCE(sdev->base_dev.attrs.max_cq,
-				   srx_device_max_cq());
+			srx_device_set_limits(&sdev->base_dev.attrs);
 	mutex_unlock(&srx_devices_lock);
 	return ret;
 }
 
-static const struct kernel_param_ops srx_max_cq_ops = {
-	.set = srx_set_max_cq,
+static const struct kernel_param_ops srx_limit_ops = {
+	.set = srx_set_limit,
 	.get = param_get_uint,
 };
-module_param_cb(max_cq, &srx_max_cq_ops, &max_cq, 0644);
+module_param_cb(max_cq, &srx_limit_ops, &max_cq, 0644);
 MODULE_PARM_DESC(max_cq,
 		 "CQs per device; 0 (default): as many as memory allows");
+/*
+ * The other objects have a fixed limit each (SRX_MAX_*); these lower it,
+ * for a host that wants a smaller share per device and for the tests,
+ * which cannot create a million objects to meet the fixed one.
+ */
+module_param_cb(max_qp, &srx_limit_ops, &max_qp, 0644);
+MODULE_PARM_DESC(max_qp, "QPs per device; 0 (default): 16777200");
+module_param_cb(max_pd, &srx_limit_ops, &max_pd, 0644);
+MODULE_PARM_DESC(max_pd, "PDs per device; 0 (default): 1048576");
+module_param_cb(max_mr, &srx_limit_ops, &max_mr, 0644);
+MODULE_PARM_DESC(max_mr, "MRs per device; 0 (default): 16777215");
+
+/* A lowering parameter's limit: 0 or anything above @hard is @hard. */
+static u32 srx_param_limit(const unsigned int *param, u32 hard)
+{
+	u32 limit = READ_ONCE(*param);
+
+	return limit && limit < hard ? limit : hard;
+}
+
+u32 srx_device_max_qp(void)
+{
+	return srx_param_limit(&max_qp, SRX_MAX_QP);
+}
+
+u32 srx_device_max_pd(void)
+{
+	return srx_param_limit(&max_pd, SRX_MAX_PD);
+}
+
+u32 srx_device_max_mr(void)
+{
+	return srx_param_limit(&max_mr, SRX_MAX_MR);
+}
 
 /*
  * A CQ's ring, whatever its size, is charged to the memory cgroup of the
@@ -93,7 +134,7 @@ static int srx_query_device(struct ib_device *ibdev,
 		return ret;
 
 	*attr = sdev->attrs;
-	attr->max_cq = srx_device_max_cq();
+	srx_device_set_limits(attr);
 	return 0;
 }
 
@@ -235,7 +276,7 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->vendor_id = SRX_VENDOR_ID;
 	a->max_mr_size = U64_MAX;
 	a->page_size_cap = ~(u64)(PAGE_SIZE - 1);
-	a->max_qp = SRX_MAX_QP;
+	a->max_qp = srx_device_max_qp();
 	a->max_qp_wr = SRX_MAX_QP_WR;
 	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
@@ -244,8 +285,8 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_recv_sge = SRX_MAX_SGE;
 	a->max_sge_rd = SRX_MAX_SGE;
 	a->max_cqe = SRX_MAX_CQE;
-	a->max_mr = SRX_MAX_MR;
-	a->max_pd = SRX_MAX_PD;
+	a->max_mr = srx_device_max_mr();
+	a->max_pd = srx_device_max_pd();
 	a->max_qp_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_qp_init_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_res_rd_atom = SRX_MAX_QP_RD_ATOM * 1024;

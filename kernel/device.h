@@ -152,6 +152,9 @@ static inline int srx_udata_resp(struct ib_udata *udata, void *resp,
 int srx_device_add(const char *name, struct net_device *netdev);
 void srx_device_netdev_event(struct srx_device *sdev, unsigned long event);
 u32 srx_device_max_cq(void);
+u32 srx_device_max_qp(void);
+u32 srx_device_max_pd(void);
+u32 srx_device_max_mr(void);
 bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
 			u32 opcode);
 

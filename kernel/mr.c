@@ -22,7 +22,7 @@ int srx_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	ret = srx_udata_cmd(udata, NULL, 0);
 	if (ret)
 		return ret;
-	if (atomic_inc_return(&sdev->num_pd) > SRX_MAX_PD) {
+	if (atomic_inc_return(&sdev->num_pd) > srx_device_max_pd()) {
 		atomic_dec(&sdev->num_pd);
 		return -ENOMEM;
 	}
@@ -62,7 +62,7 @@ static struct srx_mr *srx_mr_alloc(struct srx_device *sdev, int access)
 	u32 key;
 	int ret;
 
-	if (atomic_inc_return(&sdev->num_mr) > SRX_MAX_MR) {
+	if (atomic_inc_return(&sdev->num_mr) > srx_device_max_mr()) {
 		ret = -ENOMEM;
 		goto err_count;
 	}

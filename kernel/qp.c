@@ -333,7 +333,7 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
-	if (atomic_inc_return(&sdev->num_qp) > SRX_MAX_QP) {
+	if (atomic_inc_return(&sdev->num_qp) > srx_device_max_qp()) {
 		ret = -ENOMEM;
 		goto err_count;
 	}
