@@ -25,7 +25,14 @@
 #         module tree in build/,         to scan), KVER, the
 #         --kmemleak, writes into it     tree writable in the
 #                                        guest only
-#   -     bad option, missing kernel     exit 125 (no boot)    4
+#   K     writes a bad line that sets    exit 120 (the scan    3
+#         no taint bit to /dev/kmsg      alone fails it)
+#   L     leaves a process that writes   exit 120 (the guest   3
+#         a bad line after the command   waits, then scans)
+#         has exited
+#   -     bad option, missing kernel,    exit 125 (no boot)    4
+#         a runner without its pattern
+#         list or with an empty one
 #
 # Everything it writes goes to build/vm/selftest/ in the checkout.
 set -u
@@ -71,7 +78,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..24"
+echo "1..29"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -202,6 +209,16 @@ done
 vm_start M --timeout 300 --kernel "/boot/vmlinuz-$kver" --modules "$mods" --kmemleak -- \
 	sh -c 'echo "$KVER"; touch "/lib/modules/$KVER/guest-write" && echo written'
 
+# K and L: lines that fail a run although they set no taint bit (the
+# kernel prints "page allocation failure" and "unregister_netdevice:
+# waiting for" without tainting), so only the log scan can catch them. L's
+# comes from a process the command leaves behind, after the command exits.
+kmsg_k='<4>srx-runner-test: page allocation failure: order:9, mode:0xcc0(GFP_KERNEL)'
+kmsg_l='<4>srx-runner-test: unregister_netdevice: waiting for srxtest0 to become free. Usage count = 2'
+vm_start K --timeout 300 -- sh -c 'echo "$1" >/dev/kmsg' sh "$kmsg_k"
+# shellcheck disable=SC2016 # expanded in the guest
+vm_start L --timeout 300 -- sh -c '(sleep 0.5; echo "$1" >/dev/kmsg) >/dev/null 2>&1 & exit 0' sh "$kmsg_l"
+
 vm_finish E 121 "a kernel panic makes the run exit 121"
 vm_finish T 0 "a checkout under /tmp boots and runs"
 rm -rf "$tmp_top"
@@ -211,6 +228,12 @@ grep -q 'srx-vm: kmemleak: no /sys/kernel/debug/kmemleak' "$work/M.err"
 result $? "the missing kmemleak is named on stderr"
 [ "$(cat "$work/M.out")" = "$kver"$'\n'written ] && [ ! -e "$mods/guest-write" ]
 result $? "--modules: KVER names its release; its tree is writable in the guest, not on the host"
+
+vm_finish K 120 "a bad kernel line that sets no taint makes the run exit 120"
+grep -q 'srx-vm: kernel unclean (tainted=0, command exit 0)' "$work/K.err" &&
+	grep -q 'srx-vm:   .*srx-runner-test: page allocation failure' "$work/K.err"
+result $? "the unclean kernel and its line are named on stderr"
+vm_finish L 120 "a bad kernel line after the command exited makes the run exit 120"
 
 vm_finish F 124 "a command past --timeout makes the run exit 124"
 grep -q 'srx-vm: timeout' "$work/F.err"
@@ -228,6 +251,23 @@ result $? "a bad option exits 125 (got $rc)"
 rc=$?
 [ "$rc" = 125 ]
 result $? "a missing kernel exits 125 (got $rc)"
+
+# A runner that cannot scan the log must not boot (a run it could not
+# judge would pass): without its pattern list, and with an empty one.
+nolist=$(mktemp -d /tmp/srx-runner-test.XXXXXX)
+mkdir -p "$nolist/tools"
+cp -a "$top/tools/vm" "$top/tools/kver" "$nolist/tools/"
+rm "$nolist/tools/vm/bad-kmsg"
+"$nolist/tools/vm/run" --timeout 300 -- true >"$work/N.out" 2>"$work/N.err"
+rc=$?
+[ "$rc" = 125 ] && grep -q 'cannot read the pattern list' "$work/N.err"
+result $? "a runner without tools/vm/bad-kmsg exits 125 before booting (got $rc)"
+: >"$nolist/tools/vm/bad-kmsg"
+"$nolist/tools/vm/run" --timeout 300 -- true >"$work/O.out" 2>"$work/O.err"
+rc=$?
+[ "$rc" = 125 ] && grep -q 'is empty' "$work/O.err"
+result $? "a runner with an empty tools/vm/bad-kmsg exits 125 before booting (got $rc)"
+rm -rf "$nolist"
 
 echo "$((tests - failed)) passed, $failed failed"
 [ "$failed" = 0 ]
