@@ -746,4 +746,67 @@ TEST_F_TIMEOUT(lifecycle, rmmod_with_open_context, 240)
 	EXPECT_EQ(0, ibv_close_device(ctx));
 }
 
+/* ------------------------------------------------------------------ */
+/* A doorbell that fails                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A QP in ERR after `rdma link delete`: its rings are still mapped and
+ * still say ERR, so a post writes the ring and rings the doorbell, which
+ * the disassociated uverbs file refuses (EIO). The post must report that
+ * error with bad_wr at the first work request, not succeed with work
+ * requests that will never complete.
+ */
+TEST_F_TIMEOUT(lifecycle, failed_doorbell_fails_the_post, 120)
+{
+	const char *skip = rmmod_skip_reason();
+	struct ibv_send_wr swr[2] = {}, *sbad = NULL;
+	struct ibv_recv_wr rwr[2] = {}, *rbad = NULL;
+	struct ibv_context *ctx;
+	struct srx_flusher f = {};
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
+	int ret;
+
+	if (skip)
+		SKIP(return, "%s", skip);
+	ctx = srx_test_open();
+	ASSERT_NE(NULL, ctx);
+	pd = ibv_alloc_pd(ctx);
+	ASSERT_NE(NULL, pd);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	ASSERT_EQ(0, srx_flusher_create(&f, pd, cq, cq, 4));
+	ASSERT_EQ(0, srx_qp_move(f.qp, IBV_QPS_INIT));
+	ASSERT_EQ(0, srx_qp_move(f.qp, IBV_QPS_ERR));
+
+	ASSERT_EQ(0, system("rdma link delete srx0"));
+	EXPECT_FALSE(dev_present("srx0"));
+
+	rwr[0].wr_id = 1;
+	rwr[0].next = &rwr[1];
+	rwr[1].wr_id = 2;
+	ret = ibv_post_recv(f.qp, rwr, &rbad);
+	EXPECT_EQ(EIO, ret) TH_LOG("post_recv after link delete: %s",
+				   strerror(ret));
+	EXPECT_EQ(&rwr[0], rbad);
+
+	swr[0].wr_id = 3;
+	swr[0].opcode = IBV_WR_SEND;
+	swr[0].next = &swr[1];
+	swr[1].wr_id = 4;
+	swr[1].opcode = IBV_WR_SEND;
+	ret = ibv_post_send(f.qp, swr, &sbad);
+	EXPECT_EQ(EIO, ret) TH_LOG("post_send after link delete: %s",
+				   strerror(ret));
+	EXPECT_EQ(&swr[0], sbad);
+
+	/* The objects are gone with the device: only the process's side. */
+	srx_flusher_destroy(&f);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ASSERT_EQ(0, srx0_again());
+}
+
 TEST_HARNESS_MAIN

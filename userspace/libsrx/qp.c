@@ -6,7 +6,8 @@
  * Posting is not on the lock-free list: each queue has a spinlock for its
  * posters, as in every rdma-core provider. A post makes no system call,
  * except the doorbell when the kernel has put the QP in the error state:
- * then the kernel must see the new WQEs to complete them as flushed.
+ * then the kernel must see the new WQEs to complete them as flushed, and a
+ * doorbell that fails fails the post.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -169,11 +170,30 @@ static bool srx_wq_publish(struct srx_wq *wq, uint32_t start)
 	return srx_load_relaxed(wq->state) == SRX_QP_STATE_ERR;
 }
 
-static void srx_ring_doorbell(struct srx_qp *qp)
+/*
+ * Ring the doorbell for the WQEs [start, end) this call published. Returns
+ * 0, or the doorbell's errno with *@taken the number of those WQEs the
+ * kernel is nonetheless known to have taken (below its consumer index: it
+ * completed them), which is less than end - start; a failure that lost
+ * nothing returns 0. The WQEs from *@taken on stay in the ring without a
+ * completion: the device is gone (EIO) or the kernel could not run the
+ * command, and only a later doorbell that succeeds flushes them. The post
+ * reports the first of them as bad_wr, as rxe does.
+ */
+static int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq,
+			     uint32_t start, uint32_t end, uint32_t *taken)
 {
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *unused;
+	int32_t past;
+	int ret;
 
-	ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad);
+	ret = ibv_cmd_post_send(&qp->vqp.qp, NULL, &unused);
+	if (!ret)
+		return 0;
+	/* U5: what the kernel published before the command failed. */
+	past = (int32_t)(srx_load_wq_cons(wq->cons) - start);
+	*taken = past > 0 ? (uint32_t)past : 0;
+	return *taken < end - start ? ret : 0;
 }
 
 static void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src,
@@ -263,55 +283,67 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 	return 0;
 }
 
-int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *first,
 		  struct ibv_send_wr **bad_wr)
 {
 	struct srx_qp *qp = to_sqp(ibqp);
 	struct srx_wq *wq = &qp->sq;
-	uint32_t state = srx_load_relaxed(wq->state), start;
+	uint32_t state = srx_load_relaxed(wq->state), start, end;
+	struct ibv_send_wr *wr;
 	bool doorbell;
 	int ret = 0;
 
 	/* Sends need RTS (or a state that flushes or drains them). */
 	if (state < SRX_QP_STATE_RTS) {
-		*bad_wr = wr;
+		*bad_wr = first;
 		return EINVAL;
 	}
 
 	pthread_spin_lock(&wq->lock);
 	start = wq->head;
-	for (; wr; wr = wr->next) {
+	for (wr = first; wr; wr = wr->next) {
 		ret = srx_write_send_wqe(qp, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
 	}
+	end = wq->head;
 	doorbell = srx_wq_publish(wq, start);
 	pthread_spin_unlock(&wq->lock);
 
-	if (doorbell)
-		srx_ring_doorbell(qp);
+	if (doorbell) {
+		uint32_t taken;
+		int err = srx_ring_doorbell(qp, wq, start, end, &taken);
+
+		if (err) {
+			for (wr = first; taken--; wr = wr->next)
+				;
+			*bad_wr = wr;
+			return err;
+		}
+	}
 	return ret;
 }
 
-int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *first,
 		  struct ibv_recv_wr **bad_wr)
 {
 	struct srx_qp *qp = to_sqp(ibqp);
 	struct srx_wq *wq = &qp->rq;
-	uint32_t start;
+	struct ibv_recv_wr *wr;
+	uint32_t start, end;
 	bool doorbell;
 	int ret = 0;
 
 	if (srx_load_relaxed(wq->state) == SRX_QP_STATE_RESET) {
-		*bad_wr = wr;
+		*bad_wr = first;
 		return EINVAL;
 	}
 
 	pthread_spin_lock(&wq->lock);
 	start = wq->head;
-	for (; wr; wr = wr->next) {
+	for (wr = first; wr; wr = wr->next) {
 		struct srx_recv_wqe *wqe;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
@@ -331,10 +363,20 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			      wr->num_sge);
 		wq->head++;
 	}
+	end = wq->head;
 	doorbell = srx_wq_publish(wq, start);
 	pthread_spin_unlock(&wq->lock);
 
-	if (doorbell)
-		srx_ring_doorbell(qp);
+	if (doorbell) {
+		uint32_t taken;
+		int err = srx_ring_doorbell(qp, wq, start, end, &taken);
+
+		if (err) {
+			for (wr = first; taken--; wr = wr->next)
+				;
+			*bad_wr = wr;
+			return err;
+		}
+	}
 	return ret;
 }
