@@ -1108,6 +1108,73 @@ TEST_F(qp, send_opcodes_agree_with_attributes)
 }
 
 /*
+ * IBV_SEND_INLINE is valid only for SEND and RDMA WRITE (ibv_post_send(3)):
+ * an RDMA READ or an atomic that asks for it fails with EINVAL and bad_wr
+ * at it, and queues nothing; a SEND and an RDMA WRITE with it are taken.
+ */
+TEST_F(qp, inline_only_for_send_and_write)
+{
+	const struct {
+		const char *name;
+		enum ibv_wr_opcode op;
+		bool ok;
+	} ops[] = {
+		{ "SEND", IBV_WR_SEND, true },
+		{ "RDMA_WRITE", IBV_WR_RDMA_WRITE, true },
+		{ "RDMA_READ", IBV_WR_RDMA_READ, false },
+		{ "ATOMIC_CMP_AND_SWP", IBV_WR_ATOMIC_CMP_AND_SWP, false },
+		{ "ATOMIC_FETCH_AND_ADD", IBV_WR_ATOMIC_FETCH_AND_ADD, false },
+	};
+	unsigned int i, posted = 0;
+	struct ibv_wc wc[8];
+	struct ibv_qp *qp;
+
+	if (variant->type != IBV_QPT_RC)
+		SKIP(return, "RDMA READ and atomics are RC operations");
+	qp = qp_create(self, variant->type);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)self->buf, .length = 8,
+			.lkey = self->mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = 800 + i, .opcode = ops[i].op,
+			.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+			.sg_list = &sge, .num_sge = 1,
+		}, *bad = NULL;
+		int ret;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 4096;
+		wr.wr.rdma.rkey = self->mr->rkey;
+		if (!ops[i].ok && ops[i].op != IBV_WR_RDMA_READ) {
+			wr.wr.atomic.remote_addr = (uintptr_t)self->buf + 8192;
+			wr.wr.atomic.rkey = self->mr->rkey;
+		}
+		ret = ibv_post_send(qp, &wr, &bad);
+		if (ops[i].ok) {
+			EXPECT_EQ(0, ret) TH_LOG("inline %s: %s", ops[i].name,
+						 strerror(ret));
+		} else {
+			EXPECT_EQ(EINVAL, ret) TH_LOG("inline %s: %s",
+						      ops[i].name,
+						      strerror(ret));
+			EXPECT_EQ(&wr, bad) TH_LOG("inline %s: bad_wr",
+						   ops[i].name);
+		}
+		posted += !ret;
+	}
+
+	/* Exactly what was taken completes, as flushed. */
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
+	EXPECT_EQ(2, (int)posted);
+	EXPECT_EQ((int)posted, srx_wait_cqes(self->scq, wc, 8, QP_WAIT_MS));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/*
  * Remote atomic access on a QP: every device takes the flag (the IB CM
  * sets it whenever a connection has responder resources), and query_qp
  * says it is granted exactly when the device reports atomics.

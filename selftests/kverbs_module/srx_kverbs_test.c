@@ -9,7 +9,8 @@
  *  - the QP takes remote atomic access (the IB CM sets it) and query_qp
  *    says it is granted exactly when atomic_cap is not IB_ATOMIC_NONE;
  *  - ib_post_send() takes a send and every opcode whose feature the device
- *    reports, and refuses every other one with -EINVAL and bad_wr at it.
+ *    reports, and refuses every other one with -EINVAL and bad_wr at it;
+ *  - IB_SEND_INLINE is taken on SEND and RDMA WRITE only.
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
@@ -87,6 +88,47 @@ static void srx_kverbs_post(struct ib_device *dev, struct ib_qp *qp)
 	}
 }
 
+/*
+ * IB_SEND_INLINE is for SEND and RDMA WRITE only: an RDMA READ or an
+ * atomic that asks for it is -EINVAL with bad_wr at it, reported or not;
+ * a SEND and an RDMA WRITE with it (and no data) are taken.
+ */
+static void srx_kverbs_post_inline(struct ib_device *dev, struct ib_qp *qp)
+{
+	const struct {
+		const char *name;
+		enum ib_wr_opcode op;
+		bool ok;
+	} ops[] = {
+		{ "SEND", IB_WR_SEND, true },
+		{ "RDMA_WRITE", IB_WR_RDMA_WRITE, true },
+		{ "RDMA_READ", IB_WR_RDMA_READ, false },
+		{ "ATOMIC_CMP_AND_SWP", IB_WR_ATOMIC_CMP_AND_SWP, false },
+		{ "ATOMIC_FETCH_AND_ADD", IB_WR_ATOMIC_FETCH_AND_ADD, false },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		union srx_kverbs_wr w = {};
+		const struct ib_send_wr *bad = NULL;
+		int ret;
+
+		w.wr.wr_id = 100 + i;
+		w.wr.opcode = ops[i].op;
+		w.wr.send_flags = IB_SEND_INLINE;
+		ret = ib_post_send(qp, &w.wr, &bad);
+		if (ops[i].ok) {
+			CHECK(!ret, "%s with IB_SEND_INLINE: post said %d",
+			      ops[i].name, ret);
+		} else {
+			CHECK(ret == -EINVAL && bad == &w.wr,
+			      "%s with IB_SEND_INLINE: post said %d, bad_wr %s",
+			      ops[i].name, ret,
+			      bad == &w.wr ? "set" : "not set");
+		}
+	}
+}
+
 static int srx_kverbs_add(struct ib_device *dev)
 {
 	struct ib_qp_init_attr init = {
@@ -146,8 +188,10 @@ static int srx_kverbs_add(struct ib_device *dev)
 	attr.qp_state = IB_QPS_ERR;
 	ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
 	CHECK(!ret, "to ERR: %d", ret);
-	if (!ret)
+	if (!ret) {
 		srx_kverbs_post(dev, qp);
+		srx_kverbs_post_inline(dev, qp);
+	}
 
 	ib_destroy_qp(qp);
 err_cq:

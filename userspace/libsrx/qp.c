@@ -218,6 +218,25 @@ static bool srx_send_opcode_ok(struct srx_qp *qp, enum ibv_wr_opcode op)
 	       (ctx->send_ops[type] & (1ull << op));
 }
 
+/*
+ * Inline data is the payload of an outgoing message: SEND and RDMA WRITE
+ * carry one; an RDMA READ or an atomic has none to give (ibv_post_send(3):
+ * "valid only for Send and RDMA Write").
+ */
+static bool srx_inline_ok(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 {
 	struct srx_wq *wq = &qp->sq;
@@ -227,6 +246,8 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 
 	if (!srx_send_opcode_ok(qp, wr->opcode) ||
 	    wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
+		return EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) && !srx_inline_ok(wr->opcode))
 		return EINVAL;
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
 		return EINVAL;	/* needs an address handle: not yet supported */
