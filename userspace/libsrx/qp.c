@@ -15,21 +15,7 @@
 #include <sys/mman.h>
 
 #include "srx.h"
-
-static bool srx_wq_layout_ok(const struct srx_wq_layout *l, size_t hdr)
-{
-	uint64_t end = (uint64_t)l->wqe_offset +
-		       (uint64_t)l->entries * l->wqe_size;
-
-	return l->entries && !(l->entries & (l->entries - 1)) &&
-	       l->wqe_size >= hdr &&
-	       srx_layout_field_ok(l->prod_offset, 4, l->mmap_length) &&
-	       srx_layout_field_ok(l->cons_offset, 4, l->mmap_length) &&
-	       srx_layout_field_ok(l->state_offset, 4, l->mmap_length) &&
-	       l->wqe_offset % 8 == 0 && end <= l->mmap_length &&
-	       hdr + (uint64_t)l->max_sge * sizeof(struct srx_sge) <= l->wqe_size &&
-	       hdr + (uint64_t)l->max_inline <= l->wqe_size;
-}
+#include "wq_ring.h"
 
 static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
 		      const struct srx_wq_layout *l, size_t hdr)
