@@ -89,24 +89,56 @@ static inline bool srx_layout_field_ok(uint64_t off, uint32_t size,
 }
 
 /*
+ * A control word: a field (above) that overlaps no entry of the array at
+ * [@first, @end), so that no entry written there can change it.
+ */
+static inline bool srx_layout_word_ok(uint64_t off, uint32_t size,
+				      uint64_t len, uint64_t first,
+				      uint64_t end)
+{
+	return srx_layout_field_ok(off, size, len) &&
+	       (off + size <= first || off >= end);
+}
+
+/*
+ * The largest length and offset mmap() takes: a size_t and an off_t. On a
+ * 32-bit build, a 64-bit length or offset beyond them would be truncated
+ * into a mapping shorter than, or elsewhere than, the one every offset was
+ * checked against. The host tests set them to a 32-bit build's limits.
+ */
+#ifndef SRX_SIZE_MAX
+#define SRX_SIZE_MAX SIZE_MAX
+#endif
+#ifndef SRX_OFF_MAX
+#define SRX_OFF_MAX (((uint64_t)1 << (sizeof(off_t) * 8 - 1)) - 1)
+#endif
+
+static inline bool srx_layout_map_ok(uint64_t off, uint64_t len)
+{
+	return len <= SRX_SIZE_MAX && off <= SRX_OFF_MAX;
+}
+
+/*
  * A layout a mapping of @len bytes can hold, with every field inside it and
- * aligned: the kernel is trusted, but not blindly.
+ * aligned, and every control word outside the CQE array: the kernel is
+ * trusted, but not blindly.
  */
 static inline bool srx_cq_layout_ok(const struct srx_cq_layout *l)
 {
-	uint64_t cqes_end = (uint64_t)l->cqe_offset +
-			    (uint64_t)l->entries * l->cqe_size;
+	uint64_t first = l->cqe_offset;
+	uint64_t end = first + (uint64_t)l->entries * l->cqe_size;
 	uint64_t len = l->mmap_length;
 
 	return l->entries && !(l->entries & (l->entries - 1)) &&
 	       l->cqe_size == sizeof(struct srx_cqe) &&
-	       srx_layout_field_ok(l->prod_offset, 4, len) &&
-	       srx_layout_field_ok(l->fired_offset, 4, len) &&
-	       srx_layout_field_ok(l->status_offset, 4, len) &&
-	       srx_layout_field_ok(l->dropped_offset, 4, len) &&
-	       srx_layout_field_ok(l->cons_offset, 8, len) &&
-	       srx_layout_field_ok(l->arm_offset, 4, len) &&
-	       l->cqe_offset % 8 == 0 && cqes_end <= len;
+	       srx_layout_map_ok(l->mmap_offset, len) &&
+	       srx_layout_word_ok(l->prod_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->fired_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->status_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->dropped_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->cons_offset, 8, len, first, end) &&
+	       srx_layout_word_ok(l->arm_offset, 4, len, first, end) &&
+	       first % 8 == 0 && end <= len;
 }
 
 static inline struct srx_cqe *srx_cq_slot(const struct srx_cq_view *v,

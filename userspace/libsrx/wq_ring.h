@@ -18,19 +18,22 @@
 
 /*
  * A work queue layout a mapping can hold, with every field inside it and
- * aligned; @hdr is the fixed part of one WQE of this queue.
+ * aligned, every control word outside the WQE array, and a stride that
+ * keeps each WQE's 64-bit fields aligned; @hdr is the fixed part of one
+ * WQE of this queue.
  */
 static inline bool srx_wq_layout_ok(const struct srx_wq_layout *l, size_t hdr)
 {
-	uint64_t end = (uint64_t)l->wqe_offset +
-		       (uint64_t)l->entries * l->wqe_size;
+	uint64_t first = l->wqe_offset, len = l->mmap_length;
+	uint64_t end = first + (uint64_t)l->entries * l->wqe_size;
 
 	return l->entries && !(l->entries & (l->entries - 1)) &&
-	       l->wqe_size >= hdr &&
-	       srx_layout_field_ok(l->prod_offset, 4, l->mmap_length) &&
-	       srx_layout_field_ok(l->cons_offset, 4, l->mmap_length) &&
-	       srx_layout_field_ok(l->state_offset, 4, l->mmap_length) &&
-	       l->wqe_offset % 8 == 0 && end <= l->mmap_length &&
+	       l->wqe_size >= hdr && l->wqe_size % 8 == 0 &&
+	       srx_layout_map_ok(l->mmap_offset, len) &&
+	       srx_layout_word_ok(l->prod_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->cons_offset, 4, len, first, end) &&
+	       srx_layout_word_ok(l->state_offset, 4, len, first, end) &&
+	       first % 8 == 0 && end <= len &&
 	       hdr + (uint64_t)l->max_sge * sizeof(struct srx_sge) <= l->wqe_size &&
 	       hdr + (uint64_t)l->max_inline <= l->wqe_size;
 }
