@@ -270,13 +270,17 @@ static void srx_cq_raise_error(struct srx_cq *cq)
  * @cqes: @n completions, already in ring format
  * @n: how many
  * @qp: the QP they belong to (kept for ib_poll_cq of kernel CQs)
+ * @idx: if not NULL, gets the CQ index of each of the @n completions; one
+ *	that was dropped gets the index of the last completion written before
+ *	it. A work queue frees a slot once the consumer index has passed it
+ *	(srx-abi.h, U5).
  *
  * Context: any; takes cq->lock with interrupts off.
  * Return: 0, or -EOVERFLOW when some were dropped because the ring was full
  * or the CQ is in error; the caller then moves its QP to the error state.
  */
 int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
-		unsigned int n, struct ib_qp *qp)
+		unsigned int n, struct ib_qp *qp, u32 *idx)
 {
 	struct srx_cq_ring *ring;
 	bool raise_error = false, fire = false;
@@ -303,6 +307,11 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 			ring->kqp[slot] = qp;
 		solicited |= cqes[i].flags & SRX_CQE_SOLICITED;
 		failed |= cqes[i].status != IB_WC_SUCCESS;
+	}
+
+	if (idx) {
+		for (i = 0; i < n; i++)
+			idx[i] = cq->prod + min(i, posted) - (i >= posted);
 	}
 
 	if (posted) {

@@ -6,7 +6,10 @@
  *
  * The wire protocol is not here yet: a WQE posted to a QP that is not in
  * the error state stays in its ring. Flushing is what produces completions
- * today, and it is the path every later error will take.
+ * today, and it is the path every later error will take. A flush takes and
+ * completes WQEs in one step, so it publishes cons and done together and
+ * writes each slot's cqe_idx (K4, K5 of srx-abi.h): a user QP's slot is free
+ * once that completion has been polled, not when the kernel took the WQE.
  *
  * Contexts: create/modify/query/destroy run in process context and are
  * serialized by state_mutex (the core also serializes destroy against the
@@ -54,7 +57,8 @@ static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
 	wq->max_inline = send ? min_t(u32, wq->wqe_size - hdr,
 				      SRX_MAX_INLINE) : 0;
 	wq->size = PAGE_ALIGN(sizeof(struct srx_wq_ctrl) +
-			      (size_t)wq->entries * wq->wqe_size);
+			      (size_t)wq->entries * wq->wqe_size +
+			      (size_t)wq->entries * sizeof(u32));
 
 	wq->mem = srx_ring_mem_alloc(uctx, wq->size, &wq->mmap,
 				     &wq->mmap_offset);
@@ -62,6 +66,7 @@ static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
 		return PTR_ERR(wq->mem);
 	wq->ctrl = wq->mem;
 	wq->wqes = wq->mem + sizeof(struct srx_wq_ctrl);
+	wq->cqe_idx = wq->wqes + (size_t)wq->entries * wq->wqe_size;
 	return 0;
 }
 
@@ -83,7 +88,9 @@ static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 	l->max_sge = wq->max_sge;
 	l->max_inline = wq->max_inline;
 	l->comp_mask = 0;
-	memset(l->reserved, 0, sizeof(l->reserved));
+	l->done_offset = offsetof(struct srx_wq_ctrl, done);
+	l->cqe_idx_offset = (void *)wq->cqe_idx - wq->mem;
+	l->reserved = 0;
 }
 
 static void *srx_wq_slot(struct srx_wq *wq, u32 idx)
@@ -149,6 +156,7 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 			      struct srx_cq *cq, u32 budget)
 {
 	struct srx_cqe cqes[SRX_FLUSH_BATCH];
+	u32 idx[SRX_FLUSH_BATCH];
 	unsigned long flags;
 	u32 prod, n, i;
 
@@ -183,11 +191,16 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 		}
 	}
 	if (n) {
-		wq->kcons += n;
 		/* An overrun here changes nothing: the QP is already in error. */
-		srx_cq_post(cq, cqes, n, &qp->base_qp);
+		srx_cq_post(cq, cqes, n, &qp->base_qp, idx);
+		/* K5: each slot says which CQE frees it, then done moves. */
+		for (i = 0; i < n; i++)
+			WRITE_ONCE(wq->cqe_idx[(wq->kcons + i) &
+					       (wq->entries - 1)], idx[i]);
+		wq->kcons += n;
 	}
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
+	smp_store_release(&wq->ctrl->done, wq->kcons);
 out:
 	spin_unlock_irqrestore(&wq->lock, flags);
 	return n;
@@ -242,6 +255,8 @@ static void srx_wq_discard(struct srx_qp *qp, struct srx_wq *wq)
 	if (srx_ring_index_ok(prod, wq->kcons, wq->entries))
 		wq->kcons = prod;
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
+	/* Nothing dropped completes: libsrx frees every slot on RESET. */
+	smp_store_release(&wq->ctrl->done, wq->kcons);
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 

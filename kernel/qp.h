@@ -30,6 +30,7 @@ struct srx_wq {
 	size_t size;
 	struct srx_wq_ctrl *ctrl;
 	void *wqes;
+	u32 *cqe_idx;			/* [entries], after the WQEs (K5) */
 	u32 entries;			/* power of two */
 	u32 wqe_size;			/* stride, power of two */
 	u32 max_sge;

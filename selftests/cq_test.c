@@ -1077,7 +1077,13 @@ FIXTURE_SETUP(notify)
 	ENV_OPEN(e);
 	self->cq = ibv_create_cq(e->ctx, 256, &self->tag, e->ch, 0);
 	ASSERT_NE(NULL, self->cq);
-	ASSERT_EQ(0, srx_flusher_create(&self->f, e->pd, self->cq, self->cq, 64));
+	/*
+	 * As many receives as the CQ holds: a receive keeps its slot until
+	 * its completion is polled, and the racing producer keeps up to half
+	 * the CQ outstanding.
+	 */
+	ASSERT_EQ(0, srx_flusher_create(&self->f, e->pd, self->cq, self->cq,
+					256));
 }
 
 FIXTURE_TEARDOWN(notify)

@@ -122,7 +122,9 @@ static inline int srx_qp_move(struct ibv_qp *qp, enum ibv_qp_state state)
 
 /*
  * An RC QP whose receive completions go to @rcq (and send completions to
- * @scq), with room for @rq_size receives. Returns 0 or an errno value.
+ * @scq), with room for @rq_size receives and as many sends: a work request
+ * keeps its slot until its completion is polled, so that is how many of
+ * either may be produced between two polls. Returns 0 or an errno value.
  */
 static inline int srx_flusher_create(struct srx_flusher *f, struct ibv_pd *pd,
 				     struct ibv_cq *scq, struct ibv_cq *rcq,
@@ -132,7 +134,7 @@ static inline int srx_flusher_create(struct srx_flusher *f, struct ibv_pd *pd,
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 1, .max_recv_wr = rq_size,
+		.cap = { .max_send_wr = rq_size, .max_recv_wr = rq_size,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 

@@ -171,8 +171,15 @@ static int stress_make_qps(struct stress *s, uint32_t window)
 	rq = window / s->nqps;
 	if (rq > (uint32_t)dattr.max_qp_wr)
 		rq = dattr.max_qp_wr;
-	if (s->err_mode)
-		rq = 256;
+	/*
+	 * In ERR one QP produces everything, and a receive keeps its slot
+	 * until its completion is polled: its queue holds the whole window.
+	 */
+	if (s->err_mode) {
+		if (s->window > (uint32_t)dattr.max_qp_wr)
+			s->window = dattr.max_qp_wr;
+		rq = s->window;
+	}
 
 	for (i = 0; i < s->nqps; i++) {
 		ret = srx_flusher_create(&s->qps[i].f, s->pd, s->cq, s->cq, rq);
@@ -277,7 +284,15 @@ static void stress_produce_err_mode(struct stress *s)
 			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 		}
 		ret = ibv_post_recv(qp, wrs, &bad);
-		if (ret) {
+		/*
+		 * The window keeps the queue from filling, but a queue that
+		 * looks full while a resize has the CQ sealed cannot tell
+		 * which completions were polled (srx.7): ENOMEM, try again.
+		 */
+		if (ret == ENOMEM) {
+			n = bad - wrs;
+			sched_yield();
+		} else if (ret) {
 			stress_fail(s, "ibv_post_recv at wr_id %llu: %s",
 				    (unsigned long long)produced, strerror(ret));
 			return;

@@ -15,8 +15,9 @@
  *
  * What is checked, for both kinds of ring: a layout shaped like the
  * kernel's passes; a length or offset that mmap() cannot take is refused;
- * a control word inside the entry array is refused; for work queues, a
- * WQE stride that is not a multiple of a WQE's alignment is refused.
+ * a control word inside an entry array is refused; for work queues, a
+ * WQE stride that is not a multiple of a WQE's alignment, and a cqe_idx
+ * array outside the mapping, misaligned or over the WQEs, are refused.
  */
 #include <stdint.h>
 #include <stddef.h>
@@ -69,13 +70,15 @@ static struct srx_wq_layout wq_layout(uint32_t entries, uint32_t wqe_size,
 		.prod_offset = offsetof(struct srx_wq_ctrl, prod),
 		.cons_offset = offsetof(struct srx_wq_ctrl, cons),
 		.state_offset = offsetof(struct srx_wq_ctrl, state),
+		.done_offset = offsetof(struct srx_wq_ctrl, done),
 		.wqe_offset = sizeof(struct srx_wq_ctrl),
 		.max_sge = (wqe_size - hdr) / sizeof(struct srx_sge),
 		.max_inline = wqe_size - hdr,
 	};
 
-	l.mmap_length = page_align(sizeof(struct srx_wq_ctrl) +
-				   (uint64_t)entries * wqe_size);
+	l.cqe_idx_offset = l.wqe_offset + entries * wqe_size;
+	l.mmap_length = page_align(l.cqe_idx_offset +
+				   (uint64_t)entries * sizeof(uint32_t));
 	return l;
 }
 
@@ -207,19 +210,44 @@ TEST(wq_control_word_inside_the_wqes)
 	};
 	unsigned int w, i;
 
-	for (w = 0; w < 3; w++) {
+	for (w = 0; w < 4; w++) {
 		for (i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
 			struct srx_wq_layout l = good;
 			uint32_t *field[] = {
 				&l.prod_offset, &l.cons_offset,
-				&l.state_offset,
+				&l.state_offset, &l.done_offset,
 			};
 
 			*field[w] = inside[i];
 			EXPECT_FALSE(srx_wq_layout_ok(&l, hdr))
 				TH_LOG("word %u at %u", w, inside[i]);
+			/* ... and inside the cqe_idx array. */
+			*field[w] = good.cqe_idx_offset + 4 * i;
+			EXPECT_FALSE(srx_wq_layout_ok(&l, hdr))
+				TH_LOG("word %u at cqe_idx[%u]", w, i);
 		}
 	}
+}
+
+/* The cqe_idx array must lie inside the mapping, aligned, apart from WQEs. */
+TEST(wq_cqe_idx_array_misplaced)
+{
+	const size_t hdr = sizeof(struct srx_recv_wqe);
+	const struct srx_wq_layout good = wq_layout(16, 64, hdr);
+	struct srx_wq_layout l;
+
+	l = good;
+	l.cqe_idx_offset = good.wqe_offset + 15 * 64;	/* over the last WQE */
+	EXPECT_FALSE(srx_wq_layout_ok(&l, hdr));
+	l = good;
+	l.cqe_idx_offset += 2;				/* misaligned */
+	EXPECT_FALSE(srx_wq_layout_ok(&l, hdr));
+	l = good;
+	l.cqe_idx_offset = good.mmap_length - 4 * 15;	/* runs past the end */
+	EXPECT_FALSE(srx_wq_layout_ok(&l, hdr));
+	l = good;
+	l.cqe_idx_offset = UINT32_MAX - 3;		/* wraps in 32 bits */
+	EXPECT_FALSE(srx_wq_layout_ok(&l, hdr));
 }
 
 TEST_HARNESS_MAIN

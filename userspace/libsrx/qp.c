@@ -35,12 +35,15 @@ static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
 	wq->prod = (uint32_t *)(base + l->prod_offset);
 	wq->cons = (uint32_t *)(base + l->cons_offset);
 	wq->state = (uint32_t *)(base + l->state_offset);
+	wq->done = (uint32_t *)(base + l->done_offset);
+	wq->cqe_idx = (uint32_t *)(base + l->cqe_idx_offset);
 	wq->wqes = base + l->wqe_offset;
 	wq->entries = l->entries;
 	wq->wqe_size = l->wqe_size;
 	wq->max_sge = l->max_sge;
 	wq->max_inline = l->max_inline;
 	wq->head = srx_load_relaxed(wq->prod);
+	wq->free = srx_load_wq_cons(wq->done);
 	return 0;
 }
 
@@ -58,9 +61,59 @@ static void *srx_wq_slot(struct srx_wq *wq, uint32_t idx)
 	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
 }
 
+/*
+ * The consumer and producer indices of @cq's current ring, for U5 (cons
+ * first); false when they tell nothing: the ring is sealed by a resize, or
+ * a SINGLE_THREADED CQ is being resized. Such a CQ unmaps its old ring as
+ * soon as the resize has switched (cq.c, srx_cq_retire_ring()), and a post
+ * on another thread may look at it all the same, so it looks only while
+ * it holds resize_mutex, and never waits for it. A thread-safe CQ keeps
+ * every ring it had mapped, and its srx_cq_ring, until it is destroyed,
+ * which verbs forbids while a QP uses it.
+ */
+static bool srx_cq_indices(struct srx_cq *cq, uint32_t *cons, uint32_t *prod)
+{
+	struct srx_cq_ring *ring;
+	uint64_t word;
+
+	if (cq->single_threaded && pthread_mutex_trylock(&cq->resize_mutex))
+		return false;
+	ring = atomic_load_explicit(&cq->ring, memory_order_acquire);
+	word = srx_load_cons(ring->view.cons);
+	*prod = srx_load_prod(ring->view.prod);
+	if (cq->single_threaded)
+		pthread_mutex_unlock(&cq->resize_mutex);
+	*cons = SRX_CONS_INDEX(word);
+	return !SRX_CONS_SEAL(word);
+}
+
+/*
+ * No free slot (U5): head is a ring ahead of free. Only then does a post
+ * look at what was completed and polled since, so a post that finds room
+ * reads nothing the kernel or a poller writes.
+ */
 static bool srx_wq_full(struct srx_wq *wq)
 {
-	return wq->head - srx_load_wq_cons(wq->cons) >= wq->entries;
+	uint32_t cons, prod;
+
+	if (wq->head - wq->free < wq->entries)
+		return false;
+	if (srx_cq_indices(wq->cq, &cons, &prod))
+		wq->free = srx_wq_reclaim(wq->free,
+					  srx_load_wq_cons(wq->done), /* U5 */
+					  wq->cqe_idx, wq->entries, cons, prod);
+	return wq->head - wq->free >= wq->entries;
+}
+
+/*
+ * RESET dropped every WQE of @wq (the kernel set done = cons = prod): all
+ * slots are free, whatever completions are still to be polled.
+ */
+static void srx_wq_reset(struct srx_wq *wq)
+{
+	pthread_spin_lock(&wq->lock);
+	wq->free = srx_load_wq_cons(wq->done);
+	pthread_spin_unlock(&wq->lock);
 }
 
 struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -92,6 +145,8 @@ struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 			 sizeof(struct srx_recv_wqe));
 	if (ret)
 		goto err_unmap_sq;
+	qp->sq.cq = to_scq(attr->send_cq);
+	qp->rq.cq = to_scq(attr->recv_cq);
 
 	/* What the kernel granted, as ibv_create_qp(3) promises. */
 	attr->cap.max_send_wr = qp->sq.entries;
@@ -122,9 +177,17 @@ int srx_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 
 int srx_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
+	struct srx_qp *qp = to_sqp(ibqp);
 	struct ibv_modify_qp cmd = {};
+	int ret;
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!ret && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RESET) {
+		srx_wq_reset(&qp->sq);
+		srx_wq_reset(&qp->rq);
+	}
+	return ret;
 }
 
 int srx_destroy_qp(struct ibv_qp *ibqp)

@@ -136,7 +136,12 @@ static inline struct srx_cq *to_scq(struct ibv_cq *ibcq)
 	return VERBS_PRIV_CONTAINER(ibcq, struct srx_cq, vcq.cq);
 }
 
-/* One mapped work queue ring. */
+/*
+ * One mapped work queue ring. A slot is the work request's from post until
+ * its completion has been polled from cq (srx-abi.h, U5): free, under lock,
+ * moves forward only when the queue looks full, over the slots below done
+ * whose cqe_idx the CQ's consumers have passed.
+ */
 struct srx_wq {
 	pthread_spinlock_t lock;	/* posters of this queue */
 	void *base;
@@ -144,12 +149,16 @@ struct srx_wq {
 	uint32_t *prod;			/* ours to write */
 	uint32_t *cons;			/* kernel-written */
 	uint32_t *state;		/* kernel-written */
+	uint32_t *done;			/* kernel-written */
+	uint32_t *cqe_idx;		/* kernel-written, [entries] */
 	char *wqes;
 	uint32_t entries;
 	uint32_t wqe_size;
 	uint32_t max_sge;
 	uint32_t max_inline;
 	uint32_t head;			/* our producer index, under lock */
+	uint32_t free;			/* slots below are free, under lock */
+	struct srx_cq *cq;		/* where this queue completes */
 };
 
 struct srx_qp {

@@ -42,13 +42,27 @@
  *  Work queues, userspace produces, kernel consumes
  *   U4 userspace writes the WQE, then publishes prod with a store-release.
  *   K4 kernel reads prod with smp_load_acquire(), copies each WQE once into
- *      kernel memory, validates the copy, and publishes cons with
- *      smp_store_release() so userspace may reuse the slots (U5 pairs).
- *   U5 userspace reads cons with a load-acquire before reusing a slot.
+ *      kernel memory, validates the copy, and publishes cons (WQEs taken)
+ *      with smp_store_release(). Taken is not free: the slot is still the
+ *      work request's until its completion has been polled.
+ *   K5 when the kernel completes WQEs, in order, it writes the CQ index of
+ *      each one's CQE into the slot's word of the cqe_idx array, then
+ *      publishes done (WQEs completed) with smp_store_release().
+ *   U5 userspace reads done with a load-acquire; a slot below it is free
+ *      once its CQE has been polled: once cqe_idx of the slot no longer
+ *      lies in [cons, prod) of the queue's CQ, read from the CQ's current
+ *      ring (cons first; a sealed ring tells nothing). Slots are freed in
+ *      order. So at most max_send_wr sends (max_recv_wr receives) are
+ *      outstanding, completed but unpolled ones included, and a CQ sized
+ *      for them never overruns, however eagerly the kernel takes WQEs; as
+ *      mlx5 and rxe, which free a slot only when its completion is seen.
+ *      Moving the QP to RESET drops every WQE (done = cons = prod) and
+ *      frees every slot, whatever completions are left in the CQ.
  *   Doorbell (no lost flush): the kernel stores state, issues smp_mb() and
  *   reads prod; userspace publishes prod (U4), issues a full barrier and
  *   reads state. If it sees SRX_QP_STATE_ERR it rings the doorbell (a
- *   write() POST_SEND command with no work requests).
+ *   write() POST_SEND command with no work requests). If that fails, the
+ *   WQEs from cons on are not known to be taken.
  *
  * The kernel never trusts a word userspace can write: it keeps its own copy
  * of every index it owns, reads each user-written word once with READ_ONCE()
@@ -93,8 +107,12 @@
  */
 #define SRX_DRIVER_ID 0x5358
 
-/* Version of the ring and entry formats below. */
-#define SRX_RING_FORMAT 2
+/*
+ * Version of the ring and entry formats below. 3: work queues have done and
+ * cqe_idx, and a slot is free when its completion has been polled (U5),
+ * not when the kernel has taken its WQE.
+ */
+#define SRX_RING_FORMAT 3
 
 /* Cache-line size every shared layout is padded to. */
 #define SRX_CACHELINE 64
@@ -215,7 +233,8 @@ struct srx_wq_ctrl {
 	/* Cache line 1: written by the kernel only. */
 	__u32 cons;		/* WQEs the kernel has taken; store-release (K4) */
 	__u32 state;		/* SRX_QP_STATE_* of the owning QP */
-	__u8 reserved1[SRX_CACHELINE - 8];
+	__u32 done;		/* WQEs the kernel has completed; store-release (K5) */
+	__u8 reserved1[SRX_CACHELINE - 12];
 };
 
 struct srx_sge {
@@ -280,7 +299,9 @@ struct srx_wq_layout {
 	__u32 max_sge;			/* SGEs a WQE of this queue holds */
 	__u32 max_inline;		/* inline bytes a send WQE holds */
 	__u32 comp_mask;		/* none defined yet: 0 */
-	__u32 reserved[3];		/* 0 */
+	__u32 done_offset;		/* __u32, kernel-written (K5) */
+	__u32 cqe_idx_offset;		/* __u32[entries], kernel-written (K5) */
+	__u32 reserved;			/* 0 */
 };
 
 /* ------------------------------------------------------------------ */
