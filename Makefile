@@ -196,8 +196,8 @@ $(BUILD)/selftests/claims_test: SRX_CFLAGS += -rdynamic
 
 host-tests: $(HOST_TESTS)
 
-$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(TOP)/kernel/ring.h $(TOP)/kernel/cq_publish.h \
-		$(KSELFTEST) $(TOP)/selftests/harness_timeout.h
+$(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP)/kernel/ring.h \
+		$(TOP)/kernel/cq_publish.h $(KSELFTEST) $(TOP)/selftests/harness_timeout.h
 	@echo "  CC      host/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/host
 	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \

@@ -120,6 +120,13 @@ static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
  * ring right after its system call returns) until the seal is gone or the
  * ring was replaced, and return true to retry. A seal with no resize in
  * progress was written by the process itself: return false.
+ *
+ * "No resize in progress" is not enough on its own: between the check that
+ * @ring is still current and the load of resizing, the whole resize can
+ * finish (publish the new ring, clear resizing), and the seal is then the
+ * kernel's after all. The resizer publishes ring before it clears resizing,
+ * both with release, so once resizing reads false (acquire) a replaced
+ * ring is visible: look again.
  */
 static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 {
@@ -128,7 +135,8 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 	while (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring &&
 	       srx_cq_sealed(&ring->view)) {
 		if (!atomic_load_explicit(&cq->resizing, memory_order_acquire))
-			return false;
+			return atomic_load_explicit(&cq->ring,
+						    memory_order_relaxed) != ring;
 		srx_backoff(&spins);
 	}
 	return true;

@@ -120,7 +120,12 @@ struct srx_cq {
 
 	/* Resizes: control path, may sleep. */
 	_Alignas(SRX_CACHE_LINE) pthread_mutex_t resize_mutex;
-	_Atomic bool resizing;
+	/*
+	 * A line of its own: pollers that found their ring sealed spin on it
+	 * (srx_cq_wait_resize()) while the resizer writes the mutex above.
+	 * selftests/host/cq_resize_test.c also puts it at the start of a page.
+	 */
+	_Alignas(SRX_CACHE_LINE) _Atomic bool resizing;
 	struct srx_cq_ring *retired;	/* under resize_mutex */
 
 	/*
