@@ -194,6 +194,11 @@ $(BUILD)/selftests/%: $(TOP)/selftests/%.c $(TOP)/selftests/srx_test.h $(TOP)/se
 # that libsrx must find in it first (the test's own comment says why).
 $(BUILD)/selftests/claims_test: SRX_CFLAGS += -rdynamic
 
+# A test that defines ibv_cmd_resize_cq() stands between libsrx and
+# libibverbs (cq_test.c's resize.commit_response_lost): export it, so that
+# the provider, which libibverbs loads later, binds to it.
+$(BUILD)/selftests/cq_test: SRX_CFLAGS += -Wl,--export-dynamic-symbol=ibv_cmd_resize_cq
+
 host-tests: $(HOST_TESTS)
 
 $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP)/kernel/ring.h \

@@ -30,11 +30,14 @@
  *   cq_ex      the cq_ex iterator (multi- and single-threaded variants)
  *   cq_mt      concurrent pollers
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 
+#include <rdma/ib_user_verbs.h>
 #include <rdma/srx-abi.h>
 
 #include "kselftest_harness.h"
@@ -1511,6 +1514,91 @@ TEST_F(resize, shrink_below_pending_einval)
 	ASSERT_EQ(0, srx_flush_recvs(&self->f, 100, cqe - 50));
 	EXPECT_EQ(cqe, resize_take(self, 50, cqe));
 	EXPECT_EQ(0, count_arrivals(self->cq, 20));
+}
+
+/*
+ * libsrx's resize COMMIT, sent instead with a response buffer the kernel
+ * cannot write: srx.ko switches rings and returns 0, then the uverbs core
+ * fails to copy its response (the new cqe) out, and the command reports
+ * EFAULT although the resize happened. ibv_cmd_resize_cq() is defined here
+ * and exported (the Makefile's --export-dynamic-symbol), so libsrx's call
+ * lands here; everything else goes on to libibverbs.
+ */
+static bool lose_commit_response;
+static int lost_commit_errno;
+
+static int commit_to_read_only(struct ibv_cq *cq, int cqe, size_t resp_size)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_resize_cq core;
+		struct srx_resize_cq_cmd drv;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_RESIZE_CQ,
+			 .in_words = sizeof(c) / 4,
+			 .out_words = resp_size / 4 },
+		.core = { .cq_handle = cq->handle, .cqe = cqe },
+		.drv = { .op = SRX_RESIZE_COMMIT },
+	};
+	void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	int err;
+
+	if (ro == MAP_FAILED)
+		return errno;
+	c.core.response = (uintptr_t)ro;
+	err = write(cq->context->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : errno;
+	munmap(ro, 4096);
+	return err;
+}
+
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, void *cmd, size_t cmd_size,
+		      void *resp, size_t resp_size);
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, void *cmd, size_t cmd_size,
+		      void *resp, size_t resp_size)
+{
+	static int (*next)(struct ibv_cq *, int, void *, size_t, void *,
+			   size_t);
+	const struct srx_resize_cq_cmd *drv =
+		(const void *)((char *)cmd + cmd_size - sizeof(*drv));
+
+	if (lose_commit_response && drv->op == SRX_RESIZE_COMMIT) {
+		lost_commit_errno = commit_to_read_only(cq, cqe, resp_size);
+		return lost_commit_errno;
+	}
+	if (!next)
+		next = dlsym(RTLD_NEXT, "ibv_cmd_resize_cq");
+	if (!next)
+		return ENOSYS;
+	return next(cq, cqe, cmd, cmd_size, resp, resp_size);
+}
+
+/*
+ * A COMMIT that switched but reported failure is a resize all the same:
+ * the CQ keeps its pending CQEs, takes new ones, and has the new size.
+ */
+TEST_F(resize, commit_response_lost)
+{
+	int cqe;
+
+	REQUIRE_SRX();
+	resize_create(_metadata, self, variant, 16);
+	cqe = self->cq->cqe;
+	ASSERT_EQ(0, srx_flush_recvs(&self->f, 0, cqe));
+	settle(&self->env);
+
+	lose_commit_response = true;
+	EXPECT_EQ(0, ibv_resize_cq(self->cq, 1000));
+	lose_commit_response = false;
+	/* The kernel really did fail the command, after switching. */
+	ASSERT_EQ(EFAULT, lost_commit_errno)
+		TH_LOG("COMMIT: %s", strerror(lost_commit_errno));
+	ASSERT_GE(self->cq->cqe, 1000);
+	ASSERT_EQ(0, srx_flush_recvs(&self->f, cqe, self->cq->cqe - cqe));
+	EXPECT_EQ(self->cq->cqe, resize_take(self, 0, self->cq->cqe));
+	EXPECT_EQ(0, count_arrivals(self->cq, 20));
+	EXPECT_EQ(0, async_events(self->env.ctx, IBV_EVENT_CQ_ERR, self->cq,
+				  50, false));
 }
 
 /* 0, negative, above max_cqe: EINVAL, and nothing changes. */

@@ -236,7 +236,7 @@ static size_t cq_mem_len;
 static char *trap_page;		/* the page holding cq->resizing */
 
 static struct srx_cq *cq_create(struct __test_metadata *_metadata,
-				uint32_t entries, bool ex)
+				uint32_t entries, bool ex, bool st)
 {
 	size_t before = offsetof(struct srx_cq, resizing);
 	struct srx_cq_layout layout;
@@ -258,6 +258,7 @@ static struct srx_cq *cq_create(struct __test_metadata *_metadata,
 		TH_LOG("offsetof(resizing) = %zu", before);
 	ASSERT_EQ(0, pthread_mutex_init(&cq->resize_mutex, NULL));
 
+	cq->single_threaded = st;
 	sctx.ibv_ctx.context.cmd_fd = kern.fd;
 	sctx.membarrier_ok = false;	/* no bias: the shared paths */
 	cq->vcq.cq.context = &sctx.ibv_ctx.context;
@@ -395,7 +396,8 @@ FIXTURE_VARIANT_ADD(window, start_poll) { .op = OP_START_POLL };
 
 FIXTURE_SETUP(window)
 {
-	self->cq = cq_create(_metadata, 8, variant->op == OP_START_POLL);
+	self->cq = cq_create(_metadata, 8, variant->op == OP_START_POLL,
+			     false);
 	trap_setup(_metadata, self->cq);
 }
 
@@ -445,6 +447,85 @@ TEST_F_TIMEOUT(window, resize_finishes_in_the_window, 60)
 	EXPECT_EQ(1u, atomic_load(&trap.faults));
 	EXPECT_EQ(0u, atomic_load(&trap.bad_faults));
 	EXPECT_EQ((int)srx_ring_entries(64), cq->vcq.cq.cqe);
+}
+
+/* ------------------------------------------------------------------ */
+/* A COMMIT that fails                                                */
+/* ------------------------------------------------------------------ */
+
+FIXTURE(commit_fails) {
+	struct srx_cq *cq;
+};
+
+FIXTURE_VARIANT(commit_fails) {
+	enum commit_fault fault;
+	bool single_threaded;
+};
+
+/* the kernel switched, then the core could not copy its response out */
+FIXTURE_VARIANT_ADD(commit_fails, after_switch) {
+	.fault = COMMIT_FAILS_AFTER_SWITCH,
+};
+FIXTURE_VARIANT_ADD(commit_fails, after_switch_single_threaded) {
+	.fault = COMMIT_FAILS_AFTER_SWITCH, .single_threaded = true,
+};
+/* the kernel refused before switching (too many CQEs pending, say) */
+FIXTURE_VARIANT_ADD(commit_fails, before_switch) {
+	.fault = COMMIT_FAILS_BEFORE_SWITCH,
+};
+FIXTURE_VARIANT_ADD(commit_fails, before_switch_single_threaded) {
+	.fault = COMMIT_FAILS_BEFORE_SWITCH, .single_threaded = true,
+};
+
+FIXTURE_SETUP(commit_fails)
+{
+	self->cq = cq_create(_metadata, 8, false, variant->single_threaded);
+}
+
+FIXTURE_TEARDOWN(commit_fails)
+{
+	cq_destroy(self->cq);
+}
+
+/*
+ * Whatever the kernel did, the CQ goes on: the pending CQEs come out in
+ * order, new ones follow, and arming arms the ring the kernel writes.
+ */
+TEST_F(commit_fails, cq_keeps_working)
+{
+	bool switched = variant->fault == COMMIT_FAILS_AFTER_SWITCH;
+	struct ibv_cq *ibcq = &self->cq->vcq.cq;
+	struct ibv_wc wc[8] = {};
+	int i, n;
+
+	for (i = 0; i < 3; i++)
+		kern_post(WR_ID(i));
+	kern.commit_fault = variant->fault;
+	if (switched) {
+		/* it did resize: success, and the size the kernel chose */
+		EXPECT_EQ(0, srx_resize_cq(ibcq, 64));
+		EXPECT_EQ((int)srx_ring_entries(64), ibcq->cqe);
+	} else {
+		EXPECT_EQ(EINVAL, srx_resize_cq(ibcq, 64));
+		EXPECT_EQ(8, ibcq->cqe);
+	}
+	ASSERT_EQ(1u, kern.commits);
+	ASSERT_EQ(switched ? 1u : 0u, kern.switches);
+
+	n = srx_poll_cq(ibcq, 8, wc);
+	ASSERT_EQ(3, n) TH_LOG("the pending CQEs are lost");
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(WR_ID(i), wc[i].wr_id);
+
+	kern_post(WR_ID(3));
+	ASSERT_EQ(1, srx_poll_cq(ibcq, 8, wc));
+	EXPECT_EQ(WR_ID(3), wc[0].wr_id);
+	EXPECT_EQ(0, srx_poll_cq(ibcq, 8, wc));
+
+	EXPECT_EQ(0, srx_req_notify_cq(ibcq, 0));
+	EXPECT_TRUE(kern_post(WR_ID(4))) TH_LOG("armed the wrong ring");
+	ASSERT_EQ(1, srx_poll_cq(ibcq, 8, wc));
+	EXPECT_EQ(WR_ID(4), wc[0].wr_id);
 }
 
 TEST_HARNESS_MAIN

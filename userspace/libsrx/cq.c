@@ -954,7 +954,10 @@ static int srx_resize_step(struct ibv_cq *ibcq, int cqe, enum srx_resize_op op,
 /*
  * Two steps (srx-abi.h): the kernel prepares a ring, we map it, and only
  * then does the kernel move the pending CQEs over and switch. If the new
- * ring cannot be mapped the CQ keeps working on the old one. Pollers on
+ * ring cannot be mapped the CQ keeps working on the old one. A failed
+ * COMMIT is read from the old ring's consumer word: the kernel seals it
+ * only in a COMMIT, and unseals it before returning if it does not switch,
+ * so a seal after a failure means the switch happened. Pollers on
  * other threads meet the sealed old ring during the switch and wait for the
  * new one (srx_cq_wait_resize()); nothing is lost or reordered because the
  * kernel copies the CQEs in index order and indices carry over.
@@ -980,13 +983,22 @@ int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
 		goto out;
 	}
 
+	old = atomic_load_explicit(&cq->ring, memory_order_relaxed);
 	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_COMMIT, NULL);
-	if (ret) {
+	if (ret && !srx_cq_sealed(&old->view)) {
 		srx_cq_unmap_ring(new);
 		goto out;
 	}
-
-	old = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+	if (ret) {
+		/*
+		 * The kernel switched rings and the command failed all the
+		 * same: the uverbs core copies its response out after the
+		 * driver returned (EFAULT). The resize happened; what was
+		 * lost is the new size, which is the new ring's.
+		 */
+		ibcq->cqe = (int)layout.entries;
+		ret = 0;
+	}
 	cq->own_view = new->view;	/* see struct srx_cq */
 	atomic_store_explicit(&cq->ring, new, memory_order_release);
 	srx_cq_retire_ring(cq, old);
