@@ -40,6 +40,22 @@
  *                       this process. Works once the process has called
  *                       srx_membarrier_register(). Both return true on
  *                       success.
+ *
+ * Where membarrier() fails, the revoker falls back to plain C11 atomics, and
+ * one more pair must hold: the revoker stores bias_revoked, then loads
+ * bias_owner; a new owner compare-and-swaps bias_owner, then loads
+ * bias_revoked. That is store-buffering: only if all four accesses are
+ * memory_order_seq_cst does C11 forbid both loads from reading the old
+ * values (a total order S over them puts one store before the other
+ * side's load). An acquire or relaxed load after the seq_cst exchange
+ * gives no such promise, and arm64 without LSE atomics really breaks it:
+ * the exchange is an LDAXR/STLXR loop, and a later plain or LDAPR load may
+ * be satisfied before the STLXR is visible to the revoker, which would then
+ * see no owner while the owner sees no revocation. A seq_cst load compiles
+ * to LDAR there, which the ARMv8 model orders after an earlier STLR/STLXR;
+ * on x86-64 the exchange is a locked instruction, a full barrier, so the
+ * two compile alike. cq.c's srx_cq_own_or_revoke() therefore reloads
+ * bias_revoked seq_cst after winning the exchange.
  */
 #ifndef SRX_BARRIER_H
 #define SRX_BARRIER_H

@@ -382,6 +382,13 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 /*
  * @self is about to consume from @cq and is not its owner: become the owner
  * if there is none yet (return true), or revoke the bias (return false).
+ *
+ * Winning the exchange is not enough: a revoker without membarrier() may
+ * have stored bias_revoked and then found no owner. Its store and load and
+ * our exchange and the load of bias_revoked after it are a store-buffering
+ * pair (barrier.h, "Biased polling"), so that load must be sequentially
+ * consistent too; found set, the new owner acknowledges at once, as it has
+ * not polled, and revokes with the rest.
  */
 static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
 							   void *self)
@@ -399,7 +406,11 @@ static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
 		atomic_store_explicit(&cq->owner_tid,
 				      (pid_t)syscall(SYS_gettid),
 				      memory_order_release);
-		return true;
+		if (!atomic_load_explicit(&cq->bias_revoked,
+					  memory_order_seq_cst))
+			return true;
+		atomic_store_explicit(&cq->owner_acked, true,
+				      memory_order_release);
 	}
 	srx_cq_revoke_bias(cq);
 	return false;
