@@ -1645,6 +1645,89 @@ TEST_F(resize, arm_survives_resize)
 	EXPECT_EQ(1, resize_take(self, 0, 1));
 }
 
+static int count_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static long read_max_map_count(void)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool write_max_map_count(long v)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "we");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return !fclose(f) && ok;
+}
+
+/*
+ * Resizes do not use up the process's mappings: each one used to leave
+ * the old ring's address range mapped until destroy, and after about
+ * vm.max_map_count of them (65,530) every mmap() of the process failed.
+ * The limit is lowered to RESIZE_MAP_ROOM above what the process maps now,
+ * and the test resizes RESIZE_MANY times, polling now and then; the limit
+ * is put back before any assertion.
+ */
+#define RESIZE_MAP_ROOM 100
+#define RESIZE_MANY 1000
+
+TEST_F(resize, many_resizes_keep_mmap_working)
+{
+	long limit = read_max_map_count();
+	int i, ret = 0, fails_at = -1, maps;
+	struct ibv_wc wc;
+	void *p;
+
+	REQUIRE_SRX();
+	ASSERT_LT(0, limit);
+	resize_create(_metadata, self, variant, 16);
+	ASSERT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	maps = count_mappings();
+	ASSERT_LT(0, maps);
+	ASSERT_TRUE(write_max_map_count(maps + RESIZE_MAP_ROOM))
+		TH_LOG("vm.max_map_count: %s", strerror(errno));
+	for (i = 0; i < RESIZE_MANY && !ret; i++) {
+		ret = ibv_resize_cq(self->cq, i % 2 ? 16 : 32);
+		if (ret)
+			fails_at = i;
+		else if (!(i % 50) && !self->ex)
+			ret = ibv_poll_cq(self->cq, 1, &wc);
+	}
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	maps = count_mappings() - maps;
+	ASSERT_TRUE(write_max_map_count(limit));
+
+	EXPECT_EQ(0, ret) TH_LOG("resize %d: %s", fails_at, strerror(ret));
+	EXPECT_NE(MAP_FAILED, p) TH_LOG("mmap after the resizes failed");
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	EXPECT_GE(2, maps) TH_LOG("%d more mappings", maps);
+	ASSERT_EQ(0, srx_flush_recvs(&self->f, 0, 5));
+	EXPECT_EQ(5, resize_take(self, 0, 5));
+}
+
 /* ------------------------------------------------------------------ */
 /* overrun                                                            */
 /* ------------------------------------------------------------------ */

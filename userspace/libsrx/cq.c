@@ -95,12 +95,160 @@ static void srx_cq_unmap_ring(struct srx_cq_ring *ring)
 	free(ring);
 }
 
+/* ------------------------------------------------------------------ */
+/* Retired rings                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * After a resize of a thread-safe CQ, other threads may still be reading
+ * the old ring: its srx_cq_ring and its mapping. Each thread that reads a
+ * thread-safe CQ's ring through cq->ring first announces it in a hazard
+ * slot of its own (srx_cq_hold_ring()), and clears the slot when its call
+ * returns; a thread reads one ring at a time. The resizer, after
+ * publishing the new ring, frees every retired ring no slot names.
+ *
+ * The announcement and the check are Dekker's handshake again, with the
+ * same asymmetric halves as biased polling (barrier.h): the poller stores
+ * its slot and reloads cq->ring with only a compiler barrier between; the
+ * resizer stores cq->ring and calls membarrier() before it reads the
+ * slots. So either the poller's reload finds the new ring (and it moves
+ * its slot there), or the resizer finds the slot naming the old ring and
+ * keeps it, until a later resize (or destroy) finds it free. Where
+ * membarrier() was refused when the context opened, the poller pays a
+ * full fence instead (hazard_fence); where it fails later, the resize
+ * frees nothing and a later one tries again.
+ *
+ * Slots are thread-local and listed process-wide, so that the resizer can
+ * read them; a thread enlists on its first hold and leaves the list when
+ * it exits (a pthread key's destructor runs while its thread-local
+ * storage is still there). If the key cannot be made, no ring is ever
+ * freed before destroy, which is what srx did before hazard slots.
+ */
+struct srx_hazard {
+	_Atomic(struct srx_cq_ring *) ring;	/* written by its thread */
+	struct srx_hazard *next;		/* under srx_hazards_lock */
+	bool listed;				/* its thread only */
+};
+
+/* initial-exec: one %fs-relative store per poll, not a __tls_get_addr call */
+static __thread struct srx_hazard srx_hazard
+	__attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t srx_hazards_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srx_hazard *srx_hazards;		/* under srx_hazards_lock */
+static pthread_once_t srx_hazard_once = PTHREAD_ONCE_INIT;
+static pthread_key_t srx_hazard_key;
+static atomic_bool srx_hazard_broken;		/* never free early */
+
+static void srx_hazard_leave(void *arg)
+{
+	struct srx_hazard *h = arg, **p;
+
+	pthread_mutex_lock(&srx_hazards_lock);
+	for (p = &srx_hazards; *p; p = &(*p)->next) {
+		if (*p == h) {
+			*p = h->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&srx_hazards_lock);
+}
+
+static void srx_hazard_make_key(void)
+{
+	if (pthread_key_create(&srx_hazard_key, srx_hazard_leave))
+		atomic_store(&srx_hazard_broken, true);
+}
+
+static __attribute__((noinline)) void srx_hazard_enlist(void)
+{
+	struct srx_hazard *h = &srx_hazard;
+
+	pthread_once(&srx_hazard_once, srx_hazard_make_key);
+	h->listed = true;	/* even if broken: do not try again */
+	if (atomic_load(&srx_hazard_broken))
+		return;
+	pthread_mutex_lock(&srx_hazards_lock);
+	h->next = srx_hazards;
+	srx_hazards = h;
+	pthread_mutex_unlock(&srx_hazards_lock);
+	if (pthread_setspecific(srx_hazard_key, h)) {
+		/* would leave the list only when the process exits */
+		srx_hazard_leave(h);
+		atomic_store(&srx_hazard_broken, true);
+	}
+}
+
+/* The current ring of a thread-safe @cq, held until srx_cq_drop_ring(). */
+static inline struct srx_cq_ring *srx_cq_hold_ring(struct srx_cq *cq)
+{
+	struct srx_cq_ring *ring, *now;
+
+	if (__builtin_expect(!srx_hazard.listed, 0))
+		srx_hazard_enlist();
+	now = atomic_load_explicit(&cq->ring, memory_order_acquire);
+	do {
+		ring = now;
+		atomic_store_explicit(&srx_hazard.ring, ring,
+				      memory_order_relaxed);
+		if (cq->hazard_fence)
+			atomic_thread_fence(memory_order_seq_cst);
+		else
+			srx_owner_fence();
+		now = atomic_load_explicit(&cq->ring, memory_order_acquire);
+	} while (now != ring);
+	return ring;
+}
+
+/* Every read of the held ring is done before a resizer sees it free. */
+static inline void srx_cq_drop_ring(void)
+{
+	atomic_store_explicit(&srx_hazard.ring, NULL, memory_order_release);
+}
+
+static bool srx_ring_held(const struct srx_cq_ring *ring)
+{
+	const struct srx_hazard *h;
+
+	for (h = srx_hazards; h; h = h->next)
+		if (atomic_load_explicit(&h->ring, memory_order_acquire) ==
+		    ring)
+			return true;
+	return false;
+}
+
+/* Free the retired rings of @cq that no thread holds. Under resize_mutex. */
+static void srx_cq_reclaim(struct srx_cq *cq)
+{
+	struct srx_cq_ring **p = &cq->retired, *ring;
+
+	if (!cq->retired || atomic_load(&srx_hazard_broken))
+		return;
+	/* the other half of srx_cq_hold_ring()'s handshake */
+	if (cq->hazard_fence)
+		atomic_thread_fence(memory_order_seq_cst);
+	else if (!srx_membarrier())
+		return;
+	pthread_mutex_lock(&srx_hazards_lock);
+	while ((ring = *p)) {
+		if (srx_ring_held(ring)) {
+			p = &ring->retired_next;
+			continue;
+		}
+		*p = ring->retired_next;
+		srx_cq_unmap_ring(ring);
+	}
+	pthread_mutex_unlock(&srx_hazards_lock);
+}
+
 /*
  * Take @old out of service after a resize switched to a new ring. With a
  * single thread nobody else can be looking at it. Otherwise another poller
  * may still hold the pointer: put a placeholder that reads as a sealed ring
- * over the mapping (srx_cq_put_placeholder()) and keep the address range
- * until the CQ is destroyed.
+ * over the mapping (srx_cq_put_placeholder()), which gives the kernel's
+ * pages back at once, and keep the address range until no thread holds
+ * the ring (srx_cq_reclaim(), now or at a later resize) or the CQ is
+ * destroyed.
  */
 static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
 {
@@ -112,6 +260,7 @@ static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
 			       (char *)old->view.cons - (char *)old->base);
 	old->retired_next = cq->retired;
 	cq->retired = old;
+	srx_cq_reclaim(cq);
 }
 
 /*
@@ -487,15 +636,14 @@ static __attribute__((noinline)) int srx_poll_cq_mt(struct srx_cq *cq, int ne,
 						    struct ibv_wc *wc)
 {
 	for (;;) {
-		struct srx_cq_ring *ring =
-			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		struct srx_cq_ring *ring = srx_cq_hold_ring(cq);
 		int n = ne == 1 ? srx_cq_poll_one_wc(&ring->view, wc) :
 				  srx_cq_poll_wc(&ring->view, ne, wc);
 
-		if (n != SRX_CQ_SEALED)
-			return n;
-		if (!srx_cq_wait_resize(cq, ring))
-			return 0;
+		if (n == SRX_CQ_SEALED && srx_cq_wait_resize(cq, ring))
+			continue;
+		srx_cq_drop_ring();
+		return n == SRX_CQ_SEALED ? 0 : n;
 	}
 }
 
@@ -547,10 +695,10 @@ int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 						     wc);
 		} else if (atomic_load_explicit(&cq->bias_off,
 						memory_order_acquire)) {
-			struct srx_cq_ring *ring = atomic_load_explicit(
-				&cq->ring, memory_order_acquire);
+			struct srx_cq_ring *ring = srx_cq_hold_ring(cq);
 			int n = srx_cq_poll_one_wc(&ring->view, wc);
 
+			srx_cq_drop_ring();
 			if (n != SRX_CQ_SEALED)
 				return n;
 		}
@@ -563,8 +711,7 @@ int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct srx_cq *cq = to_scq(ibcq);
 
 	for (;;) {
-		struct srx_cq_ring *ring =
-			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		struct srx_cq_ring *ring = srx_cq_hold_ring(cq);
 		uint32_t fired = srx_load_relaxed(ring->view.fired), prev, seq;
 
 		if (cq->single_threaded) {
@@ -586,14 +733,14 @@ int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		 * that is current now. The fence in srx_cq_arm() orders these
 		 * loads after the arm store.
 		 */
-		if (srx_cq_sealed(&ring->view)) {
-			if (!srx_cq_wait_resize(cq, ring))
-				return 0;
-			continue;
-		}
-		if (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring)
-			return 0;
+		if (srx_cq_sealed(&ring->view) ?
+		    !srx_cq_wait_resize(cq, ring) :
+		    atomic_load_explicit(&cq->ring, memory_order_acquire) ==
+		    ring)
+			break;
 	}
+	srx_cq_drop_ring();
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -663,14 +810,13 @@ static void srx_end_poll_st(struct ibv_cq_ex *ex)
 static int srx_ex_take_one(struct srx_cq *cq)
 {
 	for (;;) {
-		struct srx_cq_ring *ring =
-			atomic_load_explicit(&cq->ring, memory_order_acquire);
+		struct srx_cq_ring *ring = srx_cq_hold_ring(cq);
 		int n = srx_cq_take(&ring->view, &cq->cur_copy, 1);
 
-		if (n != SRX_CQ_SEALED)
-			return n;
-		if (!srx_cq_wait_resize(cq, ring))
-			return 0;
+		if (n == SRX_CQ_SEALED && srx_cq_wait_resize(cq, ring))
+			continue;
+		srx_cq_drop_ring();
+		return n == SRX_CQ_SEALED ? 0 : n;
 	}
 }
 
@@ -848,6 +994,7 @@ static int srx_cq_attach_ring(struct srx_cq *cq, struct ibv_context *ctx,
 		atomic_init(&cq->bias_revoked, true);
 		atomic_init(&cq->bias_off, true);
 	}
+	cq->hazard_fence = !to_sctx(ctx)->membarrier_ok;
 	return 0;
 }
 

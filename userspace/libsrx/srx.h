@@ -51,8 +51,9 @@ struct srx_cq_ring {
  * taken from it; afterwards its mapping is swapped for anonymous memory
  * that still reads as a sealed ring, instead of being unmapped, so a late
  * poller neither faults nor takes anything. Those placeholders and their
- * srx_cq_ring structures stay on the retired list until the CQ is
- * destroyed, when no poller may be running (verbs forbids it).
+ * srx_cq_ring structures stay on the retired list until no thread holds
+ * them (cq.c, "Retired rings"), at the latest until the CQ is destroyed,
+ * when no poller may be running (verbs forbids it).
  *
  * Layout: the words every poll or arm reads come first and are written
  * rarely (at creation, once by the bias's owner or its revoker, by a
@@ -67,6 +68,11 @@ struct srx_cq {
 	struct verbs_cq vcq;
 	_Atomic(struct srx_cq_ring *) ring;
 	bool single_threaded;
+	/*
+	 * Set at creation where membarrier() is refused: pollers then fence
+	 * when they hold a ring for the resizer (cq.c, "Retired rings").
+	 */
+	bool hazard_fence;
 
 	/* Single-threaded consumers only: the consumer index. */
 	uint32_t cons;
