@@ -511,12 +511,16 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 	} else {
 		/*
 		 * A thread that becomes the owner after this load found none
-		 * made its exchange after the store of bias_revoked above
-		 * (both sequentially consistent), and its loads after the
-		 * exchange (a locked instruction on x86-64, CASAL or an
-		 * acquire loop on arm64) see that store. Whether the owner is
-		 * blocked in a system call is probed at once and then every
-		 * 64 rounds: a few system calls, and rarely needed.
+		 * made its exchange after the store of bias_revoked above.
+		 * That alone does not make it see the store: exchange then
+		 * load against store then load is store buffering, which
+		 * C11 allows to miss both ways, and an arm64 LL/SC loop
+		 * without LSE can. So the new owner reloads bias_revoked
+		 * with seq_cst after its exchange (srx_cq_own_or_revoke()),
+		 * and one of the two sides sees the other (barrier.h).
+		 * Whether the owner is blocked in a system call is probed at
+		 * once and then every 64 rounds: a few system calls, and
+		 * rarely needed.
 		 */
 		while (atomic_load_explicit(&cq->bias_owner,
 					    memory_order_seq_cst) &&
