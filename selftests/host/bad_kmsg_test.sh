@@ -19,17 +19,8 @@ scan=$top/tools/vm/scan-kmsg
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 bad=(
 	'[   12.345678] unregister_netdevice: waiting for srx_t0 to become free. Usage count = 2'
@@ -133,6 +124,4 @@ status=$?
 [ "$status" = 0 ]
 result $? "the project's list passes --check (status $status)"
 
-echo "1..$tests"
-echo "$((tests - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_end

@@ -22,18 +22,8 @@ top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-		return 1
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 tree=$tmp/tree
 mkdir -p "$tree/tools/vm" "$tree/selftests/vm"
@@ -104,6 +94,4 @@ for stage in 1-host 2-runner 3-vm; do
 done
 check fail "the guest ends badly (tools/vm/run exits 120)" FAKE_VM_EXIT=120
 
-echo "1..$tests"
-echo "$((tests - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_end

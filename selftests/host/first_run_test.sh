@@ -23,17 +23,8 @@ top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 # A version no real machine has, so a stray real kernel cannot pass for it.
 new=0.0.1-srxfirstrun$$
@@ -124,5 +115,4 @@ if [ "$failed" != 0 ]; then
 		[ -s "$f" ] && sed "s|^|# ${f#"$tmp"/}: |" "$f" | head -n 5
 	done
 fi
-echo "1..$tests"
-[ "$failed" = 0 ]
+tap_end

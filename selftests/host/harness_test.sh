@@ -23,18 +23,8 @@ inc=${SRX_BUILD:-$top/build}/kselftest
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-		return 1
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 if [ ! -r "$inc/kselftest_harness.h" ]; then
 	result 1 "$inc/kselftest_harness.h exists (make builds it)"
@@ -110,6 +100,4 @@ TEST(passes) { EXPECT_EQ(1, 1); }
 EOF_C
 expect pass pass
 
-echo "1..$tests"
-echo "$((tests - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_end

@@ -12,17 +12,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 arch=$(dpkg --print-architecture 2>/dev/null) || arch=amd64
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 # machine NAME: an empty root; kernel NAME V [nobuild]: install V's image and,
 # unless nobuild, its Kbuild tree; meta NAME STATUS V: the metapackage in
@@ -99,5 +90,4 @@ kernel none $old nobuild
 meta none "install ok installed" $old
 expect none "" "no kernel with image and headers: fails, says why"
 
-echo "1..$tests"
-[ "$failed" = 0 ]
+tap_end

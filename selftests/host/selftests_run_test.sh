@@ -15,18 +15,8 @@ top=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd -P)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-tests=0
-failed=0
-result() {	# result OK DESCRIPTION
-	tests=$((tests + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $tests $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $tests $2"
-		return 1
-	fi
-}
+# shellcheck source=selftests/host/tap.sh
+. "$top/selftests/host/tap.sh"
 
 # fake NAME EXIT LINE...: a test printing LINE... then exiting EXIT.
 fake() {
@@ -79,6 +69,4 @@ fake harness_skip 4 'TAP version 13' '1..1' '# Starting 1 tests from 1 test case
 	'ok 1 # SKIP no device'
 expect harness_skip "0 passed, 0 failed, 1 skipped" 0
 
-echo "1..$tests"
-echo "$((tests - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_end
