@@ -6,7 +6,11 @@
 # (the bench smoke run and tools/compare), the netdevs device_test.sh builds
 # or refuses (veth, bonding, VLAN, tun, WireGuard), network namespaces, and
 # what tools/vm/run boots on (virtio-net, 9p, overlayfs) or fails a run for
-# (hung-task and soft-lockup detectors). This checks the kernel under test
+# (hung-task and soft-lockup detectors), and what libsrx and its tests lean
+# on: membarrier() (biased polling), seccomp filters (bias_revoke_test.c),
+# memory cgroups (memcg_test.c), high-resolution timers (latency bounds of
+# a few milliseconds, less than a 250 Hz tick) and the preemption model
+# switched through debugfs (doorbell_test.c). This checks the kernel under test
 # against it, so that a kernel without one of them fails here, by name,
 # instead of somewhere inside another test. "=m" is also met by "=y".
 # Debian's kernels keep their configuration in /boot; a kernel booted with
