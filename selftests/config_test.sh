@@ -9,9 +9,11 @@
 # (hung-task and soft-lockup detectors), and what libsrx and its tests lean
 # on: membarrier() (biased polling), seccomp filters (bias_revoke_test.c),
 # memory cgroups (memcg_test.c), high-resolution timers (latency bounds of
-# a few milliseconds, less than a 250 Hz tick) and the preemption model
-# switched through debugfs (doorbell_test.c). This checks the kernel under test
-# against it, so that a kernel without one of them fails here, by name,
+# a few milliseconds, less than a 250 Hz tick), the preemption model
+# switched through debugfs (doorbell_test.c), and ns_last_pid, which only
+# checkpoint/restore provides (bias_revoke_test.c reuses a tid). This
+# checks the kernel under test against it, so that a kernel without one of
+# them fails here, by name,
 # instead of somewhere inside another test. "=m" is also met by "=y".
 # Debian's kernels keep their configuration in /boot; a kernel booted with
 # tools/vm/run --kernel (the debug kernel) has it in /proc/config.gz.
