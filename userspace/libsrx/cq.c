@@ -96,6 +96,137 @@ static void srx_cq_unmap_ring(struct srx_cq_ring *ring)
 }
 
 /* ------------------------------------------------------------------ */
+/* Per-thread state                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * What libsrx keeps per thread: its hazard slot (Retired rings) and the
+ * CQs it owns (Biased polling). It is thread-local, and listed
+ * process-wide so that a resizer can read the slots. A thread enlists on
+ * its first hold of a ring or ownership of a CQ, and leaves when it exits:
+ * a pthread key's destructor, which runs in the exiting thread while its
+ * thread-local storage is still there and before its descriptor can be
+ * reused. A thread that leaves without running destructors (the raw exit
+ * system call) is outside what pthreads supports. Providers are never
+ * unloaded, so the destructor outlives every thread.
+ *
+ * On its way out, an owner acknowledges, in its place, a revocation of
+ * every CQ it still owns, and revokes those not yet revoked: a revoker then
+ * need not wait for it, and a newer thread that inherits its thread pointer
+ * (glibc reuses a joined thread's stack and descriptor) or its tid does not
+ * inherit the bias.
+ *
+ * srx_threads_lock protects the list, every thread's owned list and the
+ * owned_* links of every CQ. All rare: a thread's first hold, the poll that
+ * makes it an owner, its exit, a CQ's destroy, a resize that frees rings.
+ */
+struct srx_thread {
+	_Atomic(struct srx_cq_ring *) ring;	/* hazard slot; its thread writes */
+	struct srx_cq *owned;			/* under srx_threads_lock */
+	struct srx_thread *next;		/* under srx_threads_lock */
+	bool tried;				/* its thread only: enlisting */
+	bool listed;				/* its thread only: and it worked */
+};
+
+/* initial-exec: one %fs-relative store per poll, not a __tls_get_addr call */
+static __thread struct srx_thread srx_self
+	__attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t srx_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srx_thread *srx_threads;		/* under srx_threads_lock */
+static pthread_once_t srx_thread_once = PTHREAD_ONCE_INIT;
+static pthread_key_t srx_thread_key;
+/* Some thread could not be listed: never free a ring early. */
+static atomic_bool srx_threads_broken;
+
+static void srx_thread_exit(void *arg)
+{
+	struct srx_thread *t = arg, **p;
+	struct srx_cq *cq, *next;
+
+	pthread_mutex_lock(&srx_threads_lock);
+	for (p = &srx_threads; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	}
+	for (cq = t->owned; cq; cq = next) {
+		next = cq->owned_next;
+		atomic_store_explicit(&cq->bias_revoked, true,
+				      memory_order_seq_cst);
+		/* after its last store of the consumer word */
+		atomic_store_explicit(&cq->owner_acked, true,
+				      memory_order_release);
+		cq->owned_next = NULL;
+		cq->owned_pprev = NULL;
+	}
+	t->owned = NULL;
+	pthread_mutex_unlock(&srx_threads_lock);
+}
+
+static void srx_thread_make_key(void)
+{
+	if (pthread_key_create(&srx_thread_key, srx_thread_exit))
+		atomic_store(&srx_threads_broken, true);
+}
+
+static __attribute__((noinline)) void srx_thread_enlist(void)
+{
+	struct srx_thread *t = &srx_self;
+
+	t->tried = true;	/* even if it fails: do not try again */
+	pthread_once(&srx_thread_once, srx_thread_make_key);
+	if (atomic_load(&srx_threads_broken))
+		return;
+	pthread_mutex_lock(&srx_threads_lock);
+	t->next = srx_threads;
+	srx_threads = t;
+	pthread_mutex_unlock(&srx_threads_lock);
+	if (pthread_setspecific(srx_thread_key, t)) {
+		/* would leave the list only when the process exits */
+		atomic_store(&srx_threads_broken, true);
+		srx_thread_exit(t);
+		return;
+	}
+	t->listed = true;
+}
+
+/* The calling thread's state if it is listed (enlisting it), else NULL. */
+static inline struct srx_thread *srx_thread_self(void)
+{
+	if (__builtin_expect(!srx_self.tried, 0))
+		srx_thread_enlist();
+	return srx_self.listed ? &srx_self : NULL;
+}
+
+/* @cq's new owner @t lists it, for its exit. */
+static void srx_thread_own(struct srx_thread *t, struct srx_cq *cq)
+{
+	pthread_mutex_lock(&srx_threads_lock);
+	cq->owned_next = t->owned;
+	if (t->owned)
+		t->owned->owned_pprev = &cq->owned_next;
+	cq->owned_pprev = &t->owned;
+	t->owned = cq;
+	pthread_mutex_unlock(&srx_threads_lock);
+}
+
+/* A destroyed CQ leaves its owner's list (if its owner still lives). */
+static void srx_thread_disown(struct srx_cq *cq)
+{
+	pthread_mutex_lock(&srx_threads_lock);
+	if (cq->owned_pprev) {
+		*cq->owned_pprev = cq->owned_next;
+		if (cq->owned_next)
+			cq->owned_next->owned_pprev = cq->owned_pprev;
+		cq->owned_next = NULL;
+		cq->owned_pprev = NULL;
+	}
+	pthread_mutex_unlock(&srx_threads_lock);
+}
+
+/* ------------------------------------------------------------------ */
 /* Retired rings                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -118,78 +249,22 @@ static void srx_cq_unmap_ring(struct srx_cq_ring *ring)
  * full fence instead (hazard_fence); where it fails later, the resize
  * frees nothing and a later one tries again.
  *
- * Slots are thread-local and listed process-wide, so that the resizer can
- * read them; a thread enlists on its first hold and leaves the list when
- * it exits (a pthread key's destructor runs while its thread-local
- * storage is still there). If the key cannot be made, no ring is ever
- * freed before destroy, which is what srx did before hazard slots.
+ * A thread's slot is its srx_thread's (below). If the thread cannot be
+ * listed, no ring is ever freed before destroy, which is what srx did
+ * before hazard slots.
  */
-struct srx_hazard {
-	_Atomic(struct srx_cq_ring *) ring;	/* written by its thread */
-	struct srx_hazard *next;		/* under srx_hazards_lock */
-	bool listed;				/* its thread only */
-};
-
-/* initial-exec: one %fs-relative store per poll, not a __tls_get_addr call */
-static __thread struct srx_hazard srx_hazard
-	__attribute__((tls_model("initial-exec")));
-
-static pthread_mutex_t srx_hazards_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct srx_hazard *srx_hazards;		/* under srx_hazards_lock */
-static pthread_once_t srx_hazard_once = PTHREAD_ONCE_INIT;
-static pthread_key_t srx_hazard_key;
-static atomic_bool srx_hazard_broken;		/* never free early */
-
-static void srx_hazard_leave(void *arg)
-{
-	struct srx_hazard *h = arg, **p;
-
-	pthread_mutex_lock(&srx_hazards_lock);
-	for (p = &srx_hazards; *p; p = &(*p)->next) {
-		if (*p == h) {
-			*p = h->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&srx_hazards_lock);
-}
-
-static void srx_hazard_make_key(void)
-{
-	if (pthread_key_create(&srx_hazard_key, srx_hazard_leave))
-		atomic_store(&srx_hazard_broken, true);
-}
-
-static __attribute__((noinline)) void srx_hazard_enlist(void)
-{
-	struct srx_hazard *h = &srx_hazard;
-
-	pthread_once(&srx_hazard_once, srx_hazard_make_key);
-	h->listed = true;	/* even if broken: do not try again */
-	if (atomic_load(&srx_hazard_broken))
-		return;
-	pthread_mutex_lock(&srx_hazards_lock);
-	h->next = srx_hazards;
-	srx_hazards = h;
-	pthread_mutex_unlock(&srx_hazards_lock);
-	if (pthread_setspecific(srx_hazard_key, h)) {
-		/* would leave the list only when the process exits */
-		srx_hazard_leave(h);
-		atomic_store(&srx_hazard_broken, true);
-	}
-}
 
 /* The current ring of a thread-safe @cq, held until srx_cq_drop_ring(). */
 static inline struct srx_cq_ring *srx_cq_hold_ring(struct srx_cq *cq)
 {
 	struct srx_cq_ring *ring, *now;
 
-	if (__builtin_expect(!srx_hazard.listed, 0))
-		srx_hazard_enlist();
+	if (__builtin_expect(!srx_self.tried, 0))
+		srx_thread_enlist();
 	now = atomic_load_explicit(&cq->ring, memory_order_acquire);
 	do {
 		ring = now;
-		atomic_store_explicit(&srx_hazard.ring, ring,
+		atomic_store_explicit(&srx_self.ring, ring,
 				      memory_order_relaxed);
 		if (cq->hazard_fence)
 			atomic_thread_fence(memory_order_seq_cst);
@@ -203,15 +278,15 @@ static inline struct srx_cq_ring *srx_cq_hold_ring(struct srx_cq *cq)
 /* Every read of the held ring is done before a resizer sees it free. */
 static inline void srx_cq_drop_ring(void)
 {
-	atomic_store_explicit(&srx_hazard.ring, NULL, memory_order_release);
+	atomic_store_explicit(&srx_self.ring, NULL, memory_order_release);
 }
 
 static bool srx_ring_held(const struct srx_cq_ring *ring)
 {
-	const struct srx_hazard *h;
+	const struct srx_thread *t;
 
-	for (h = srx_hazards; h; h = h->next)
-		if (atomic_load_explicit(&h->ring, memory_order_acquire) ==
+	for (t = srx_threads; t; t = t->next)
+		if (atomic_load_explicit(&t->ring, memory_order_acquire) ==
 		    ring)
 			return true;
 	return false;
@@ -222,14 +297,14 @@ static void srx_cq_reclaim(struct srx_cq *cq)
 {
 	struct srx_cq_ring **p = &cq->retired, *ring;
 
-	if (!cq->retired || atomic_load(&srx_hazard_broken))
+	if (!cq->retired || atomic_load(&srx_threads_broken))
 		return;
 	/* the other half of srx_cq_hold_ring()'s handshake */
 	if (cq->hazard_fence)
 		atomic_thread_fence(memory_order_seq_cst);
 	else if (!srx_membarrier())
 		return;
-	pthread_mutex_lock(&srx_hazards_lock);
+	pthread_mutex_lock(&srx_threads_lock);
 	while ((ring = *p)) {
 		if (srx_ring_held(ring)) {
 			p = &ring->retired_next;
@@ -238,7 +313,7 @@ static void srx_cq_reclaim(struct srx_cq *cq)
 		*p = ring->retired_next;
 		srx_cq_unmap_ring(ring);
 	}
-	pthread_mutex_unlock(&srx_hazards_lock);
+	pthread_mutex_unlock(&srx_threads_lock);
 }
 
 /*
@@ -322,7 +397,7 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
  * cq_ex start_poll or resize (srx_cq_exclude_owner()), none of which it can
  * be inside while it acknowledges. An owner that never comes back must not
  * hang the revoker, which may hold the resize mutex:
- *  - one that exits acknowledges on its way out (srx_owner_exit(), a
+ *  - one that exits acknowledges on its way out (srx_thread_exit(), a
  *    thread-exit hook), so neither its absence nor a newer thread that
  *    inherits its tid or thread pointer keeps anyone waiting;
  *  - one blocked in a system call (ibv_get_cq_event() waiting for work the
@@ -371,7 +446,7 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
  * call: owner_busy, loaded after the probe, says so, and the wait goes on.
  *
  * The tid is the owner's own while it lives; once it exits, its
- * srx_owner_exit() acknowledged first, so the revoker no longer probes it
+ * srx_thread_exit() acknowledged first, so the revoker no longer probes it
  * and a newer thread with the same tid is never mistaken for it. errno is
  * kept: ibv_poll_cq() does not set it. Where /proc cannot be read (not
  * mounted, a seccomp filter) the answer is "not known" and the revoker
@@ -397,102 +472,6 @@ static bool srx_cq_owner_blocked(struct srx_cq *cq)
 	errno = saved;
 	return blocked &&
 	       !atomic_load_explicit(&cq->owner_busy, memory_order_acquire);
-}
-
-/*
- * Thread exit. An owner that exits acknowledges, in its place, a revocation
- * of every CQ it still owns, and revokes those not yet revoked: a revoker
- * then need not wait for it, and a newer thread that inherits its thread
- * pointer (glibc reuses a joined thread's stack and descriptor) or its tid
- * does not inherit the bias. The hook is a pthread key's destructor, which
- * runs in the exiting thread before its descriptor can be reused; a thread
- * that leaves without running destructors (the raw exit system call) is
- * outside what pthreads supports. Providers are never unloaded, so the
- * destructor outlives every thread.
- *
- * srx_owned_lock protects every thread's srx_owned list and the owned_*
- * links of every CQ: a thread adds a CQ to its list when it becomes its
- * owner, its exit empties the list, a destroy unlinks the CQ. All rare: of
- * the polls, only the one that makes a thread the owner takes it.
- */
-struct srx_owned {
-	struct srx_cq *head;
-};
-
-static pthread_mutex_t srx_owned_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t srx_owned_once = PTHREAD_ONCE_INIT;
-static pthread_key_t srx_owned_key;
-static bool srx_owned_key_ok;
-
-static void srx_owner_exit(void *arg)
-{
-	struct srx_owned *owned = arg;
-	struct srx_cq *cq, *next;
-
-	pthread_mutex_lock(&srx_owned_lock);
-	for (cq = owned->head; cq; cq = next) {
-		next = cq->owned_next;
-		atomic_store_explicit(&cq->bias_revoked, true,
-				      memory_order_seq_cst);
-		/* after its last store of the consumer word */
-		atomic_store_explicit(&cq->owner_acked, true,
-				      memory_order_release);
-		cq->owned_next = NULL;
-		cq->owned_pprev = NULL;
-	}
-	pthread_mutex_unlock(&srx_owned_lock);
-	free(owned);
-}
-
-static void srx_owned_key_init(void)
-{
-	srx_owned_key_ok = !pthread_key_create(&srx_owned_key, srx_owner_exit);
-}
-
-/* The calling thread's list, created on first use; NULL if it cannot be. */
-static struct srx_owned *srx_owned_self(void)
-{
-	struct srx_owned *owned;
-	int saved = errno;
-
-	if (pthread_once(&srx_owned_once, srx_owned_key_init) ||
-	    !srx_owned_key_ok)
-		return NULL;
-	owned = pthread_getspecific(srx_owned_key);
-	if (!owned) {
-		owned = calloc(1, sizeof(*owned));
-		if (owned && pthread_setspecific(srx_owned_key, owned)) {
-			free(owned);
-			owned = NULL;
-		}
-		errno = saved;
-	}
-	return owned;
-}
-
-static void srx_owned_add(struct srx_owned *owned, struct srx_cq *cq)
-{
-	pthread_mutex_lock(&srx_owned_lock);
-	cq->owned_next = owned->head;
-	if (owned->head)
-		owned->head->owned_pprev = &cq->owned_next;
-	cq->owned_pprev = &owned->head;
-	owned->head = cq;
-	pthread_mutex_unlock(&srx_owned_lock);
-}
-
-/* A destroyed CQ leaves its owner's list (if its owner still lives). */
-static void srx_owned_del(struct srx_cq *cq)
-{
-	pthread_mutex_lock(&srx_owned_lock);
-	if (cq->owned_pprev) {
-		*cq->owned_pprev = cq->owned_next;
-		if (cq->owned_next)
-			cq->owned_next->owned_pprev = cq->owned_pprev;
-		cq->owned_next = NULL;
-		cq->owned_pprev = NULL;
-	}
-	pthread_mutex_unlock(&srx_owned_lock);
 }
 
 static void srx_cq_revoke_bias(struct srx_cq *cq)
@@ -546,16 +525,16 @@ static void srx_cq_revoke_bias(struct srx_cq *cq)
 static __attribute__((noinline)) bool srx_cq_own_or_revoke(struct srx_cq *cq,
 							   void *self)
 {
-	struct srx_owned *owned;
+	struct srx_thread *t;
 	void *none = NULL;
 
-	/* No owner that could not acknowledge its exit (srx_owner_exit()). */
+	/* No owner that could not acknowledge its exit (srx_thread_exit()). */
 	if (!atomic_load_explicit(&cq->bias_revoked, memory_order_relaxed) &&
-	    (owned = srx_owned_self()) &&
+	    (t = srx_thread_self()) &&
 	    atomic_compare_exchange_strong_explicit(&cq->bias_owner, &none,
 						    self, memory_order_seq_cst,
 						    memory_order_relaxed)) {
-		srx_owned_add(owned, cq);
+		srx_thread_own(t, cq);
 		atomic_store_explicit(&cq->owner_tid,
 				      (pid_t)syscall(SYS_gettid),
 				      memory_order_release);
@@ -1088,7 +1067,7 @@ int srx_destroy_cq(struct ibv_cq *ibcq)
 	if (ret)
 		return ret;
 
-	srx_owned_del(cq);
+	srx_thread_disown(cq);
 	srx_cq_unmap_ring(atomic_load_explicit(&cq->ring, memory_order_relaxed));
 	for (ring = cq->retired; ring; ring = next) {
 		next = ring->retired_next;

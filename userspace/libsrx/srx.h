@@ -136,7 +136,7 @@ struct srx_cq {
 
 	/*
 	 * This CQ in its owner's list of owned CQs, for the owner's
-	 * thread-exit hook; under srx_owned_lock (cq.c).
+	 * thread-exit hook; under srx_threads_lock (cq.c).
 	 */
 	struct srx_cq *owned_next;
 	struct srx_cq **owned_pprev;
