@@ -12,10 +12,7 @@
  * holds. Every test runs under the harness timeout, so a revoker that
  * waits forever is a failure, not a hang.
  */
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/membarrier.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -27,36 +24,6 @@
 #include "srx_test.h"
 
 #define COMPLETIONS 4
-
-/*
- * From here on, membarrier() fails with EPERM in this process, as under a
- * seccomp filter installed after the context was opened (which registered
- * for membarrier()).
- */
-static int refuse_membarrier(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {
-		.len = sizeof(f) / sizeof(f[0]), .filter = f,
-	};
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return errno;
-	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ||
-	    errno != EPERM)
-		return EPROTO;
-	return 0;
-}
 
 enum owner_does {
 	OWNER_EXITS,		/* exits after becoming the owner */
@@ -264,7 +231,7 @@ TEST_F_TIMEOUT(revoke, second_consumer_returns_without_membarrier, 60)
 	int ret, total = COMPLETIONS, n = 0;
 	struct ibv_wc wc;
 
-	ret = refuse_membarrier();
+	ret = srx_refuse_membarrier();
 	ASSERT_EQ(0, ret) TH_LOG("seccomp: %s", strerror(ret));
 	ASSERT_EQ(0, srx_flush_recvs(&self->f, 1, COMPLETIONS));
 

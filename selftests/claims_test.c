@@ -28,10 +28,7 @@
  * the tests after this one are left alone.
  */
 #include <dlfcn.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/membarrier.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -138,32 +135,6 @@ static int sh(const char *cmd)
 	fprintf(stderr, "# + %s\n", cmd);
 	status = system(cmd);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* From here on membarrier() fails with EPERM, as under a seccomp filter. */
-static int refuse_membarrier(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {
-		.len = sizeof(f) / sizeof(f[0]), .filter = f,
-	};
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return errno;
-	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ||
-	    errno != EPERM)
-		return EPROTO;
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -694,7 +665,7 @@ static void poll_child(enum poll_mode mode, int report_fd)
 	int i;
 
 	if (mode == POLL_NO_MEMBARRIER)
-		CHILD_CHECK(!refuse_membarrier(), 10);
+		CHILD_CHECK(!srx_refuse_membarrier(), 10);
 	CHILD_CHECK(!ptrace(PTRACE_TRACEME, 0, NULL, NULL), 11);
 	ctx = srx_test_open();
 	CHILD_CHECK(ctx, 12);

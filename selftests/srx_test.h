@@ -17,12 +17,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/membarrier.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -229,6 +236,37 @@ static inline int srx_wait_event(struct ibv_comp_channel *channel,
 	if (poll(&pfd, 1, timeout_ms) != 1)
 		return ETIMEDOUT;
 	return ibv_get_cq_event(channel, cq, cq_ctx) ? errno : 0;
+}
+
+/*
+ * From here on membarrier() fails with EPERM in this process, as under a
+ * seccomp filter: installed before the context is opened, libsrx never
+ * biases; installed after, a revoker must do without it. Returns 0 or an
+ * errno.
+ */
+static inline int srx_refuse_membarrier(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {
+		.len = sizeof(f) / sizeof(f[0]), .filter = f,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return errno;
+	if (!syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ||
+	    errno != EPERM)
+		return EPROTO;
+	return 0;
 }
 
 /* True if an event is already waiting on @channel. */
