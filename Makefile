@@ -208,6 +208,11 @@ $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP
 	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \
 		$(HARNESS_TIMEOUT) $(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs
 
+# The packet-format layer is pure kernel code that wire_test.c compiles in.
+WIRE_SRC := $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
+            $(addprefix $(TOP)/selftests/host/,wire_host.h wire_check.h)
+$(BUILD)/host/wire_test: $(WIRE_SRC)
+
 # Programs the shell tests use; not tests themselves.
 $(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c
 	@echo "  CC      helpers/$(notdir $@)"
