@@ -76,7 +76,7 @@ HOST_TEST_SH  := $(wildcard $(TOP)/selftests/host/*_test.sh)
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
-        bench bench-build compare
+        bench bench-build compare fuzz-wire
 
 all: module provider tools selftests bench-build
 
@@ -90,6 +90,7 @@ help:
 	@echo "make check-nodeps, make demo-nodeps   the same without deps"
 	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
+	@echo "make fuzz-wire  libFuzzer on the RoCE v2 header parser, FUZZ_WIRE_SECONDS=30"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
 	@echo "KVER=V          the kernel to build for and boot (default: Debian's default"
@@ -212,6 +213,24 @@ $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP
 WIRE_SRC := $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
             $(addprefix $(TOP)/selftests/host/,wire_host.h wire_check.h)
 $(BUILD)/host/wire_test: $(WIRE_SRC)
+
+# Not part of check: libFuzzer on the same parser and properties as
+# wire_test.c's fixed loop (selftests/host/wire_fuzz.c). Needs clang.
+FUZZ_CC           ?= clang
+FUZZ_WIRE_SECONDS ?= 30
+
+fuzz-wire: $(BUILD)/fuzz-wire/wire_fuzz
+	$(Q)mkdir -p $(BUILD)/fuzz-wire/corpus
+	$(Q)cd $(BUILD)/fuzz-wire && ./wire_fuzz -max_total_time=$(FUZZ_WIRE_SECONDS) \
+		-max_len=9000 corpus
+
+$(BUILD)/fuzz-wire/wire_fuzz: $(TOP)/selftests/host/wire_fuzz.c $(WIRE_SRC)
+	$(Q)command -v $(FUZZ_CC) >/dev/null || { \
+		echo "fuzz-wire: needs clang with libFuzzer ($(FUZZ_CC) not found)" >&2; exit 1; }
+	@echo "  CC      fuzz-wire/wire_fuzz"
+	$(Q)mkdir -p $(BUILD)/fuzz-wire
+	$(Q)$(FUZZ_CC) -I$(TOP)/kernel -I$(TOP)/selftests/host -std=gnu11 -g -O1 $(WARNINGS) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $<
 
 # Programs the shell tests use; not tests themselves.
 $(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c
