@@ -114,4 +114,9 @@ static inline bool srx_msn_after(u32 a, u32 b)
 	return srx_seq24_after(a, b);
 }
 
+static inline bool srx_msn_in_window(u32 msn, u32 start, u32 n)
+{
+	return srx_seq24_in_window(msn, start, n);
+}
+
 #endif /* SRX_PSN_H */

@@ -422,6 +422,24 @@ static inline u8 srx_aeth_value(const struct srx_aeth *aeth)
 	return srx_aeth_syndrome(aeth) & SRX_AETH_VALUE_MASK;
 }
 
+/* The credit count of an ACK (SRX_AETH_TYPE_ACK). */
+static inline u8 srx_aeth_credits(const struct srx_aeth *aeth)
+{
+	return srx_aeth_value(aeth);
+}
+
+/* The timer code of an RNR NAK: srx_rnr_timer_usec[] gives its time. */
+static inline u8 srx_aeth_rnr_timer(const struct srx_aeth *aeth)
+{
+	return srx_aeth_value(aeth);
+}
+
+/* The code of a NAK (SRX_AETH_TYPE_NAK): enum srx_aeth_nak. */
+static inline u8 srx_aeth_nak_code(const struct srx_aeth *aeth)
+{
+	return srx_aeth_value(aeth);
+}
+
 static inline u32 srx_aeth_msn(const struct srx_aeth *aeth)
 {
 	return be32_to_cpu(aeth->smsn) & SRX_AETH_MSN_MASK;

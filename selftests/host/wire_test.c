@@ -447,18 +447,21 @@ TEST(aeth_syndromes_and_msn)
 	EXPECT_EQ(0xba, b[3]);
 	EXPECT_EQ(SRX_AETH_TYPE_NAK, srx_aeth_type(aeth));
 	EXPECT_EQ(SRX_AETH_NAK_REM_ACCESS, srx_aeth_value(aeth));
+	EXPECT_EQ(SRX_AETH_NAK_REM_ACCESS, srx_aeth_nak_code(aeth));
 	EXPECT_EQ(0xfedcbau, srx_aeth_msn(aeth));
 
 	srx_aeth_set_syndrome(aeth, srx_aeth_syn_ack(SRX_AETH_CREDITS_UNLIMITED));
 	EXPECT_EQ(0x1f, b[0]);
 	EXPECT_EQ(SRX_AETH_TYPE_ACK, srx_aeth_type(aeth));
 	EXPECT_EQ(0x1f, srx_aeth_value(aeth));
+	EXPECT_EQ(0x1f, srx_aeth_credits(aeth));
 	EXPECT_EQ(0xfedcbau, srx_aeth_msn(aeth));
 
 	srx_aeth_set_syndrome(aeth, srx_aeth_syn_rnr_nak(25));
 	EXPECT_EQ(0x39, b[0]);
 	EXPECT_EQ(SRX_AETH_TYPE_RNR_NAK, srx_aeth_type(aeth));
-	EXPECT_EQ(25, srx_aeth_value(aeth));
+	EXPECT_EQ(25, srx_aeth_rnr_timer(aeth));
+	EXPECT_EQ(61440u, srx_rnr_timer_usec[srx_aeth_rnr_timer(aeth)]);
 
 	srx_aeth_set_msn(aeth, 0x1000001);
 	EXPECT_EQ(0x39, b[0]);
@@ -1164,6 +1167,9 @@ TEST(psn_window_crossing_the_wrap)
 	EXPECT_FALSE(srx_psn_in_window(0x7fffff, 0xffffff, 0x800000));
 	/* Garbage above bit 23 of any argument does not count. */
 	EXPECT_TRUE(srx_psn_in_window(0xff000000, 0x01fffffe, 4));
+	/* MSNs alike. */
+	EXPECT_TRUE(srx_msn_in_window(1, 0xffffff, 3));
+	EXPECT_FALSE(srx_msn_in_window(2, 0xffffff, 3));
 	/* Each member counted once over a window sliding across the wrap. */
 	for (u32 start = 0xfffff0; start != 0x10; start = srx_psn_add(start, 1)) {
 		unsigned int in = 0;
