@@ -2,8 +2,13 @@
 #ifndef SRX_MR_H
 #define SRX_MR_H
 
+#include <linux/completion.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+
+#include "mr_check.h"
 
 struct srx_device;
 
@@ -26,11 +31,25 @@ struct srx_pd {
 struct srx_mr {
 	struct ib_mr base_mr;
 	struct srx_device *sdev;
-	struct ib_umem *umem;		/* NULL for the DMA MR */
-	u64 iova;
-	u64 length;
-	int access;
+
+	/*
+	 * Fixed before the MR is published in mr_xa and never written again,
+	 * so the data path reads them without a lock: the key (lkey == rkey)
+	 * and what the MR grants.
+	 */
+	u32 key;
 	u32 index;
+	struct srx_mr_grant grant;
+	struct ib_umem *umem;		/* NULL for the DMA MR */
+
+	/*
+	 * One reference for the registration, dropped by deregistration,
+	 * and one per srx_mr_get(). The put that drops the last completes
+	 * @released, which deregistration waits for (mr.c).
+	 */
+	refcount_t refs;
+	struct completion released;
+	struct rcu_head rcu;		/* freed after lookups that may see it */
 };
 
 static inline struct srx_mr *to_srx_mr(struct ib_mr *ibmr)
@@ -45,5 +64,29 @@ struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
 int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/*
+ * Memory-key access on the data path (mr.c). The contract for callers, on
+ * which deregistration's wait depends:
+ *  - Look a key up for each packet (srx_mr_acquire(), or srx_mr_get() and
+ *    srx_mr_check()) and drop the reference (srx_mr_put()) before that
+ *    packet's processing ends: never keep one across a sleep, a timer, an
+ *    skb in flight or a later packet of the same message. A READ response
+ *    or a WRITE of many packets looks its rkey up again for each; an MR
+ *    deregistered in between fails the rest of the message.
+ *  - Copy at most one packet's payload (or one caller's buffer) while
+ *    holding it: the time a reference is held is the time of that copy.
+ *  - A zero-length RDMA READ or WRITE is not looked up at all (mr_check.h).
+ * All of it runs in any context, the receive softirq included: no lock, no
+ * sleep, no allocation.
+ */
+
+struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key);
+void srx_mr_put(struct srx_mr *mr);
+enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
+			  int need, u64 iova, u64 len);
+enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
+			    const struct ib_pd *pd, int need, u64 iova, u64 len,
+			    struct srx_mr **mrp);
 
 #endif /* SRX_MR_H */
