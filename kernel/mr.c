@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Protection domains and memory regions, and lookup of an MR by key on the
- * data path.
+ * Protection domains and memory regions, and access to an MR's memory by
+ * key on the data path.
  *
- * Registration pins user memory with ib_umem_get() and then publishes the
- * region in the device's mr_xa under the index its keys carry. The
- * transport engine looks a key up from any context, the receive softirq
- * included (srx_mr_get()), and checks its PD, rights and bounds
- * (mr_check.h): nothing on that path sleeps or takes a lock.
+ * Registration pins user memory with ib_umem_get(), records its pages in
+ * an array once, and then publishes the region in the device's mr_xa under
+ * the index its keys carry. The transport engine looks a key up from any
+ * context, the receive softirq included (srx_mr_get()), checks its PD,
+ * rights and bounds (mr_check.h), and copies with the pages mapped one at a
+ * time (srx_mr_copy(), srx_sge_copy()): nothing on that path sleeps or
+ * takes a lock.
  *
  * Lifetime. Lookups run under RCU and take a reference with
  * refcount_inc_not_zero(), as rxe's pool lookup does with its kref
@@ -21,7 +23,10 @@
  * the pages: once ibv_dereg_mr() has returned, no write from the network
  * can land in that memory, which the process may reuse for anything.
  */
+#include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/random.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -123,6 +128,7 @@ static void srx_mr_free(struct srx_mr *mr)
 	struct srx_device *sdev = mr->sdev;
 
 	ib_umem_release(mr->umem);
+	kvfree(mr->pages);
 	atomic_dec(&sdev->num_mr);
 	kfree_rcu(mr, rcu);
 }
@@ -156,7 +162,7 @@ struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access)
 	 * srx uses virt DMA (ib_register_device() without a DMA device), so
 	 * the addresses of a kernel consumer's SGEs are kernel virtual
 	 * addresses (ib_dma_map_single() and friends return them unchanged)
-	 * and the data path will use them as such. U64_MAX, not 2^64: the range
+	 * and srx_mr_copy() uses them as such. U64_MAX, not 2^64: the range
 	 * must not wrap (mr_check.h), and no buffer ends at the last byte.
 	 */
 	mr->grant.iova = 0;
@@ -169,6 +175,54 @@ struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access)
 err_unreserve:
 	srx_mr_unreserve(mr);
 	return ERR_PTR(ret);
+}
+
+/*
+ * Record the pinned pages in order, once, so a copy finds a page by
+ * arithmetic (srx_mr_locate()). ib_umem_get() pins from the page holding
+ * @start (so the MR begins ib_umem_offset() bytes into page 0) and merges
+ * physically contiguous pages into scatterlist segments of any length up
+ * to the device's max segment size; walking the table page by page
+ * (for_each_sgtable_page(), as rxe 6.1's rxe_mr_init_user() does) yields
+ * them whatever the segments, one PAGE_SIZE page each. rxe's later
+ * translation broke on exactly those two variables (segments of several
+ * pages, page sizes other than PAGE_SIZE: ROCE.md); here nothing depends
+ * on the segment layout, and the count must come out as the umem's.
+ */
+static int srx_mr_map_pages(struct srx_mr *mr, struct ib_umem *umem)
+{
+	struct sg_page_iter iter;
+	u64 want, n = 0;
+
+	mr->first_off = ib_umem_offset(umem);
+	want = srx_mr_npages(mr->first_off, umem->length, PAGE_SHIFT);
+	if (want != ib_umem_num_pages(umem))
+		return -EINVAL;
+
+	/*
+	 * Charged to the registering process's cgroup, like its rings: 8
+	 * bytes per pinned page. Beyond INT_MAX bytes (a 1 TiB MR) kvmalloc
+	 * refuses, which is ENOMEM, silently.
+	 */
+	mr->pages = kvcalloc(want, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages)
+		return -ENOMEM;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (n == want)
+			break;
+		mr->pages[n++] = sg_page_iter_page(&iter);
+		if (!(n % 4096))
+			cond_resched();
+	}
+	if (n != want) {
+		kvfree(mr->pages);
+		mr->pages = NULL;
+		return -EINVAL;
+	}
+	mr->npages = n;
+	return 0;
 }
 
 struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -202,6 +256,9 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->umem = umem;
 	mr->grant.iova = iova;
 	mr->grant.length = length;
+	ret = srx_mr_map_pages(mr, umem);
+	if (ret)
+		goto err_unreserve;
 	ret = srx_mr_publish(mr);
 	if (ret)
 		goto err_unreserve;
@@ -225,9 +282,10 @@ err_release:
  * path, each for one bounded, non-sleeping step (the contract in mr.h):
  * the responder while it checks and copies one packet's payload or
  * performs one atomic in the receive softirq, the requester while it
- * gathers one packet's payload or scatters one READ response. None holds
- * a reference across a sleep, a timer, an skb in flight or a second
- * packet. So the wait lasts
+ * gathers one packet's payload or scatters one READ response, and
+ * srx_sge_copy() around each SGE it copies. None holds a reference
+ * across a sleep, a timer, an skb in flight or a second packet. So the
+ * wait lasts
  * as long as the copy of at most one packet (or one caller's buffer) that
  * is running when the key goes away, and wait_for_completion() without a
  * timeout is right: rxe's 50 s timeout (rxe_pool.c, __rxe_cleanup()) frees
@@ -326,4 +384,149 @@ enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 	}
 	*mrp = mr;
 	return SRX_ACC_OK;
+}
+
+/**
+ * srx_mr_copy - copy between an MR's memory and a kernel buffer
+ * @mr: a referenced MR through which [@iova, @iova + @len) was checked
+ * @iova: first byte in the MR
+ * @buf: the kernel buffer
+ * @len: bytes
+ * @dir: SRX_TO_MR writes the MR's memory, SRX_FROM_MR reads it
+ *
+ * A user MR's pages are pinned for as long as the reference is held and
+ * are mapped one at a time with kmap_local_page(), which neither sleeps
+ * nor needs a lock; the DMA MR's addresses are kernel virtual addresses.
+ * The pages are marked dirty when they are unpinned (ib_umem_release()
+ * of a writable umem). The time taken is that of @len bytes of memcpy:
+ * the engine copies at most one packet's payload per call (mr.h).
+ *
+ * Context: any.
+ */
+void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
+		 enum srx_copy_dir dir)
+{
+	struct srx_page_walk w;
+	u8 *p = buf;
+	u32 off, n;
+	u64 pg;
+	u8 *va;
+
+	if (!mr->pages) {
+		va = (u8 *)(uintptr_t)iova;
+		if (dir == SRX_TO_MR)
+			memcpy(va, p, len);
+		else
+			memcpy(p, va, len);
+		return;
+	}
+
+	srx_page_walk_start(&w, mr->grant.iova, mr->first_off, PAGE_SHIFT,
+			    iova, len);
+	/* The bounds check keeps pg below npages; the loop says so too. */
+	while ((n = srx_page_walk_next(&w, &pg, &off)) && pg < mr->npages) {
+		va = kmap_local_page(mr->pages[pg]);
+		if (dir == SRX_TO_MR)
+			memcpy(va + off, p, n);
+		else
+			memcpy(p, va + off, n);
+		kunmap_local(va);
+		p += n;
+	}
+}
+
+/**
+ * srx_sge_check - check every SGE of a list and sum its length
+ * @sdev: the device
+ * @pd: the QP's PD
+ * @need: IB_ACCESS_LOCAL_WRITE for a list that receives (a receive WQE, an
+ *	RDMA READ's local buffers), 0 for one that is sent (gather)
+ * @sge: the kernel's private copy of the list, never shared memory
+ * @num_sge: its length, at most SRX_MAX_SGE (validated by the copy)
+ * @total: the message length the list holds, in 64 bits
+ *
+ * For the engine to refuse a WQE before it sends a byte of it (a bad lkey
+ * is then LOC_PROT_ERR with nothing on the wire). Zero-length SGEs are
+ * not looked up. srx_sge_copy() checks again what it copies, since an MR
+ * can be deregistered between.
+ *
+ * Context: any.
+ * Return: SRX_ACC_OK, or the fault of the first bad SGE.
+ */
+enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
+			   int need, const struct srx_sge *sge, u32 num_sge,
+			   u64 *total)
+{
+	struct srx_mr *mr;
+	enum srx_acc ret;
+	u32 i;
+
+	for (i = 0; i < num_sge; i++) {
+		if (!sge[i].length)
+			continue;
+		ret = srx_mr_acquire(sdev, sge[i].lkey, pd, need, sge[i].addr,
+				     sge[i].length, &mr);
+		if (ret != SRX_ACC_OK)
+			return ret;
+		srx_mr_put(mr);
+	}
+	*total = srx_sge_total(sge, num_sge);
+	return SRX_ACC_OK;
+}
+
+/**
+ * srx_sge_copy - copy a slice of the message an SGE list holds
+ * @sdev: the device
+ * @pd: the QP's PD
+ * @need: as for srx_sge_check()
+ * @sge: the kernel's private copy of the list
+ * @num_sge: its length; the walk never goes past it
+ * @offset: where the slice starts in the message
+ * @buf: the kernel buffer on the other side of the copy
+ * @len: bytes in the slice
+ * @dir: SRX_TO_MR scatters @buf into the list's memory, SRX_FROM_MR
+ *	gathers it into @buf
+ *
+ * Stateless: the result depends on (list, @offset, @len) and the memory
+ * only, never on an earlier call, so the engine builds any packet of a
+ * message, a retransmission included, from the WQE copy and the packet's
+ * offset (PSN - first PSN times the path MTU) and gets the same bytes; a
+ * cursor that a rollback can lose (rxe, CVE-2023-53539) does not exist.
+ *
+ * Each SGE's lkey is looked up and checked for the bytes copied through it
+ * and the reference dropped at once, so a deregistration waits for at most
+ * one SGE's part of one slice. A slice past the list's end is refused
+ * before anything is copied; a bad key found on the way may leave the
+ * bytes before it copied, which an error completion makes moot.
+ *
+ * Context: any; copies @len bytes without sleeping.
+ * Return: SRX_ACC_OK; SRX_ACC_LENGTH if the slice ends beyond the list
+ * (LOC_LEN_ERR); another fault for a bad key, PD, right or bound
+ * (LOC_PROT_ERR).
+ */
+enum srx_acc srx_sge_copy(struct srx_device *sdev, const struct ib_pd *pd,
+			  int need, const struct srx_sge *sge, u32 num_sge,
+			  u64 offset, void *buf, u64 len,
+			  enum srx_copy_dir dir)
+{
+	struct srx_sge_walk w;
+	struct srx_mr *mr;
+	enum srx_acc ret;
+	u8 *p = buf;
+	u32 i, n;
+	u64 iova;
+
+	ret = srx_sge_walk_start(&w, sge, num_sge, offset, len);
+	while (ret == SRX_ACC_OK) {
+		ret = srx_sge_walk_next(&w, &i, &iova, &n);
+		if (ret != SRX_ACC_OK || !n)
+			break;
+		ret = srx_mr_acquire(sdev, sge[i].lkey, pd, need, iova, n, &mr);
+		if (ret != SRX_ACC_OK)
+			break;
+		srx_mr_copy(mr, iova, p, n, dir);
+		srx_mr_put(mr);
+		p += n;
+	}
+	return ret;
 }

@@ -34,13 +34,17 @@ struct srx_mr {
 
 	/*
 	 * Fixed before the MR is published in mr_xa and never written again,
-	 * so the data path reads them without a lock: the key (lkey == rkey)
-	 * and what the MR grants.
+	 * so the data path reads them without a lock: the key (lkey == rkey),
+	 * what the MR grants, and for a user MR its pinned pages in order,
+	 * page 0 holding the first byte at first_off.
 	 */
 	u32 key;
 	u32 index;
 	struct srx_mr_grant grant;
 	struct ib_umem *umem;		/* NULL for the DMA MR */
+	struct page **pages;		/* NULL for the DMA MR */
+	u64 npages;
+	u32 first_off;
 
 	/*
 	 * One reference for the registration, dropped by deregistration,
@@ -74,12 +78,20 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
  *    skb in flight or a later packet of the same message. A READ response
  *    or a WRITE of many packets looks its rkey up again for each; an MR
  *    deregistered in between fails the rest of the message.
- *  - Copy at most one packet's payload (or one caller's buffer) while
- *    holding it: the time a reference is held is the time of that copy.
+ *  - Copy at most one packet's payload (or one caller's buffer) per call:
+ *    the time a reference is held is the time of that memcpy.
+ *  - SGE lists are the kernel's private copy (never shared memory), with
+ *    num_sge already validated; srx_sge_copy() looks each lkey up itself.
  *  - A zero-length RDMA READ or WRITE is not looked up at all (mr_check.h).
  * All of it runs in any context, the receive softirq included: no lock, no
  * sleep, no allocation.
  */
+
+/* Which way a copy goes: into the MR's memory, or out of it. */
+enum srx_copy_dir {
+	SRX_TO_MR,
+	SRX_FROM_MR,
+};
 
 struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key);
 void srx_mr_put(struct srx_mr *mr);
@@ -88,5 +100,14 @@ enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
 enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 			    const struct ib_pd *pd, int need, u64 iova, u64 len,
 			    struct srx_mr **mrp);
+void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
+		 enum srx_copy_dir dir);
+enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
+			   int need, const struct srx_sge *sge, u32 num_sge,
+			   u64 *total);
+enum srx_acc srx_sge_copy(struct srx_device *sdev, const struct ib_pd *pd,
+			  int need, const struct srx_sge *sge, u32 num_sge,
+			  u64 offset, void *buf, u64 len,
+			  enum srx_copy_dir dir);
 
 #endif /* SRX_MR_H */
