@@ -66,6 +66,7 @@ WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
 KCQ_MODULE   := $(TOP)/selftests/kcq_module/srx_kcq_test.ko
 KCONSUMER_MODULE := $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.ko
 KVERBS_MODULE := $(TOP)/selftests/kverbs_module/srx_kverbs_test.ko
+MRACCESS_MODULE := $(TOP)/selftests/mraccess_module/srx_mraccess_test.ko
 
 HELPER_SRC   := $(wildcard $(TOP)/selftests/helpers/*.c)
 HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
@@ -115,6 +116,8 @@ $(KCONSUMER_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer W=1 modules
 $(KVERBS_MODULE): FORCE
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module W=1 modules
+$(MRACCESS_MODULE): FORCE
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/mraccess_module W=1 modules
 
 FORCE:
 
@@ -180,7 +183,7 @@ $(KSELFTEST): $(TOP)/selftests/kselftest-fixes
 	$(Q)touch $@
 
 selftests: $(SELFTESTS) $(HELPERS) $(WARN_MODULE) $(KCQ_MODULE) $(KCONSUMER_MODULE) \
-           $(KVERBS_MODULE)
+           $(KVERBS_MODULE) $(MRACCESS_MODULE)
 
 # SRX_TEST_TIMEOUT_SCALE stretches every TEST_F's limit (make check-debug).
 HARNESS_TIMEOUT := -include $(TOP)/selftests/harness_timeout.h
@@ -328,5 +331,6 @@ clean:
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kcq_module clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kernel_consumer clean 2>/dev/null || true
 	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/kverbs_module clean 2>/dev/null || true
+	$(Q)$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP)/selftests/mraccess_module clean 2>/dev/null || true
 	$(Q)if [ -d $(BUILD) ]; then find $(BUILD) -mindepth 1 -maxdepth 1 ! -name debug-kernel -exec rm -rf {} +; fi
 	$(Q)rmdir $(BUILD) 2>/dev/null || true
