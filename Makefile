@@ -206,7 +206,7 @@ $(BUILD)/selftests/cq_test: SRX_CFLAGS += -Wl,--export-dynamic-symbol=ibv_cmd_re
 host-tests: $(HOST_TESTS)
 
 $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP)/kernel/ring.h \
-		$(TOP)/kernel/mr_check.h \
+		$(TOP)/kernel/mr_check.h $(TOP)/kernel/wqe.h \
 		$(TOP)/kernel/cq_publish.h $(KSELFTEST) $(TOP)/selftests/harness_timeout.h
 	@echo "  CC      host/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/host

@@ -46,6 +46,32 @@ static inline bool srx_ring_index_ok(u32 prod, u32 cons, u32 entries)
 	return prod - cons <= entries;
 }
 
+/*
+ * A work queue's consumer has taken the WQEs below @cons and completed
+ * those below @done (done <= cons <= done + entries, the kernel's own
+ * copies). A slot whose WQE is taken but not completed still holds that
+ * WQE's private entry, so an honest producer lies between @cons and one
+ * ring past @done: the slots it filled are all free (srx-abi.h, U5).
+ */
+static inline bool srx_ring_take_ok(u32 prod, u32 cons, u32 done, u32 entries)
+{
+	u32 fill = prod - done;
+
+	return fill <= entries && fill >= cons - done;
+}
+
+/*
+ * WQEs a consumer may take from @cons on. A producer index that is not
+ * honest by srx_ring_take_ok() gives nothing: taking more would overwrite
+ * the private entry of a WQE still in flight.
+ */
+static inline u32 srx_ring_takeable(u32 prod, u32 cons, u32 done, u32 entries)
+{
+	if (!srx_ring_take_ok(prod, cons, done, entries))
+		return 0;
+	return prod - cons;
+}
+
 /* Ring length for a request of at least @want entries (1 <= want <= 2^31). */
 static inline u32 srx_ring_entries(u32 want)
 {
