@@ -6,10 +6,13 @@
  *
  * The wire protocol is not here yet: a WQE posted to a QP that is not in
  * the error state stays in its ring. Flushing is what produces completions
- * today, and it is the path every later error will take. A flush takes and
- * completes WQEs in one step, so it publishes cons and done together and
- * writes each slot's cqe_idx (K4, K5 of srx-abi.h): a user QP's slot is free
- * once that completion has been polled, not when the kernel took the WQE.
+ * today, and it is the path every later error will take. A flush takes
+ * WQEs (take.c: each copied once into its private entry and validated;
+ * cons published, K4 of srx-abi.h) and completes them from those entries in
+ * the same hold of the lock, then writes each slot's cqe_idx and publishes
+ * done (K5): a user QP's slot is free once that completion has been polled,
+ * not when the kernel took the WQE. WQEs taken earlier by someone else (the
+ * engine, next) and not completed are flushed first, from their entries.
  *
  * Contexts: create/modify/query/destroy run in process context and are
  * serialized by state_mutex (the core also serializes destroy against the
@@ -33,6 +36,7 @@
 #include "device.h"
 #include "qp.h"
 #include "ring.h"
+#include "take.h"
 #include "ucontext.h"
 
 /*
@@ -41,13 +45,15 @@
  */
 #define SRX_FLUSH_BATCH 16
 
-static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
+static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
+			struct ib_ucontext *uctx, enum ib_qp_type type,
 			u32 want_wr, u32 want_sge, u32 want_inline, bool send)
 {
 	size_t hdr = send ? sizeof(struct srx_send_wqe) :
 			    sizeof(struct srx_recv_wqe);
 	size_t body = max_t(size_t, max_t(u32, want_sge, 1) *
 					sizeof(struct srx_sge), want_inline);
+	int ret;
 
 	spin_lock_init(&wq->lock);
 	wq->entries = srx_ring_entries(max_t(u32, want_wr, 1));
@@ -67,11 +73,20 @@ static int srx_wq_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
 	wq->ctrl = wq->mem;
 	wq->wqes = wq->mem + sizeof(struct srx_wq_ctrl);
 	wq->cqe_idx = wq->wqes + (size_t)wq->entries * wq->wqe_size;
+
+	ret = srx_wq_take_init(wq, qp->sdev, type, send);
+	if (ret)
+		goto err_free_ring;
 	return 0;
+
+err_free_ring:
+	srx_ring_mem_free(wq->mem, wq->mmap);
+	return ret;
 }
 
 static void srx_wq_free(struct srx_wq *wq)
 {
+	srx_wq_take_fini(wq);
 	srx_ring_mem_free(wq->mem, wq->mmap);
 }
 
@@ -91,21 +106,6 @@ static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 	l->done_offset = offsetof(struct srx_wq_ctrl, done);
 	l->cqe_idx_offset = (void *)wq->cqe_idx - wq->mem;
 	l->reserved = 0;
-}
-
-static void *srx_wq_slot(struct srx_wq *wq, u32 idx)
-{
-	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
-}
-
-/* The producer index: the kernel's own, or the one userspace published. */
-static u32 srx_wq_prod(struct srx_qp *qp, struct srx_wq *wq)
-{
-	lockdep_assert_held(&wq->lock);
-
-	if (!qp->is_user)
-		return wq->kprod;
-	return smp_load_acquire(&wq->ctrl->prod);	/* K4 */
 }
 
 static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
@@ -131,10 +131,13 @@ static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 }
 
 /*
- * One batch of a flush: under the work queue's lock, re-read the QP state
- * and the producer index, and complete up to @budget WQEs from the kernel's
- * consumer index on with IB_WC_WR_FLUSH_ERR. Returns how many it completed;
- * fewer than @budget (0 included) means the queue is done for this flush.
+ * One batch of a flush: under the work queue's lock, re-read the QP state,
+ * take what was published (srx_sq_take()/srx_rq_take(), which read the
+ * producer index), and complete up to @budget WQEs from the kernel's
+ * completion index on with IB_WC_WR_FLUSH_ERR: first those already taken
+ * and not completed, then those this batch took. Returns how many it
+ * completed; fewer than @budget (0 included) means the queue is done for
+ * this flush.
  *
  * The state is read under the lock because the caller's own look at it is
  * stale by now: a doorbell that saw ERR may get here after the QP went
@@ -144,13 +147,15 @@ static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
  * that discard sees RESET or a later state; a batch that took it before
  * cannot see WQEs published after the modify returned. Every WQE a batch
  * completes was therefore posted while the QP was in (or entering) the
- * error state, and kcons, which only moves under this lock, makes each
- * complete exactly once.
+ * error state, and kcons and kdone, which only move under this lock, make
+ * each be taken once and complete exactly once.
  *
  * Every flushed WQE completes, signaled or not: selective signaling only
- * suppresses successful completions (IBTA 1.4 section 10.8.6). From a user
- * ring only wr_id and the opcode are read, each once; a producer index that
- * cannot be honest flushes nothing.
+ * suppresses successful completions (IBTA 1.4 section 10.8.6); an invalid
+ * one (its entry's result) completes as flushed too, as the QP is already
+ * in error and executes nothing. The completion is built from the private
+ * entry only (wr_id and opcode as the take copied them); a producer index
+ * that cannot be honest takes, and so flushes, nothing new.
  */
 static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 			      struct srx_cq *cq, u32 budget)
@@ -158,35 +163,32 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 	struct srx_cqe cqes[SRX_FLUSH_BATCH];
 	u32 idx[SRX_FLUSH_BATCH];
 	unsigned long flags;
-	u32 prod, n, i;
+	u32 pending, n, i;
 
 	spin_lock_irqsave(&wq->lock, flags);
 	if (READ_ONCE(qp->state) != IB_QPS_ERR) {
 		n = 0;
 		goto out;
 	}
-	prod = srx_wq_prod(qp, wq);
-	if (!srx_ring_index_ok(prod, wq->kcons, wq->entries))
-		srx_count(qp->sdev, SRX_CNT_BAD_USER_INDEX, 1);
-	n = min3(srx_ring_avail(prod, wq->kcons, wq->entries), budget,
-		 (u32)SRX_FLUSH_BATCH);
+	budget = min_t(u32, budget, SRX_FLUSH_BATCH);
+	pending = wq->kcons - wq->kdone;
+	if (pending < budget)
+		pending += send ? srx_sq_take(qp, budget - pending) :
+				  srx_rq_take(qp, budget - pending);
+	n = min(pending, budget);
 
 	memset(cqes, 0, n * sizeof(cqes[0]));
 	for (i = 0; i < n; i++) {
-		void *slot = srx_wq_slot(wq, wq->kcons + i);
-
 		cqes[i].status = IB_WC_WR_FLUSH_ERR;
 		cqes[i].qp_num = qp->base_qp.qp_num;
 		if (send) {
-			struct srx_send_wqe *wqe = slot;
+			const struct srx_swqe *e =
+				srx_sq_entry(wq, wq->kdone + i);
 
-			cqes[i].wr_id = READ_ONCE(wqe->wr_id);
-			cqes[i].opcode =
-				srx_wr_to_wc_opcode(READ_ONCE(wqe->opcode));
+			cqes[i].wr_id = e->wr_id;
+			cqes[i].opcode = srx_wr_to_wc_opcode(e->opcode);
 		} else {
-			struct srx_recv_wqe *wqe = slot;
-
-			cqes[i].wr_id = READ_ONCE(wqe->wr_id);
+			cqes[i].wr_id = srx_rq_entry(wq, wq->kdone + i)->wr_id;
 			cqes[i].opcode = IB_WC_RECV;
 		}
 	}
@@ -195,12 +197,13 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 		srx_cq_post(cq, cqes, n, &qp->base_qp, idx);
 		/* K5: each slot says which CQE frees it, then done moves. */
 		for (i = 0; i < n; i++)
-			WRITE_ONCE(wq->cqe_idx[(wq->kcons + i) &
+			WRITE_ONCE(wq->cqe_idx[(wq->kdone + i) &
 					       (wq->entries - 1)], idx[i]);
-		wq->kcons += n;
+		wq->kdone += n;
 	}
+	/* Again each batch: a process may have scribbled over both words. */
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
-	smp_store_release(&wq->ctrl->done, wq->kcons);
+	smp_store_release(&wq->ctrl->done, wq->kdone);
 out:
 	spin_unlock_irqrestore(&wq->lock, flags);
 	return n;
@@ -252,11 +255,15 @@ static void srx_wq_discard(struct srx_qp *qp, struct srx_wq *wq)
 
 	spin_lock_irqsave(&wq->lock, flags);
 	prod = srx_wq_prod(qp, wq);
-	if (srx_ring_index_ok(prod, wq->kcons, wq->entries))
+	if (srx_ring_take_ok(prod, wq->kcons, wq->kdone, wq->entries))
 		wq->kcons = prod;
+	/*
+	 * Nothing dropped completes: libsrx frees every slot on RESET, and
+	 * the private entries of WQEs taken but not completed are free too.
+	 */
+	wq->kdone = wq->kcons;
 	smp_store_release(&wq->ctrl->cons, wq->kcons);
-	/* Nothing dropped completes: libsrx frees every slot on RESET. */
-	smp_store_release(&wq->ctrl->done, wq->kcons);
+	smp_store_release(&wq->ctrl->done, wq->kdone);
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
@@ -359,13 +366,14 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mutex_init(&qp->state_mutex);
 	spin_lock_init(&qp->state_lock);
 
-	ret = srx_wq_alloc(&qp->sq, ibuctx, init->cap.max_send_wr,
-			   init->cap.max_send_sge, init->cap.max_inline_data,
-			   true);
+	ret = srx_wq_alloc(&qp->sq, qp, ibuctx, init->qp_type,
+			   init->cap.max_send_wr, init->cap.max_send_sge,
+			   init->cap.max_inline_data, true);
 	if (ret)
 		goto err_count;
-	ret = srx_wq_alloc(&qp->rq, ibuctx, init->cap.max_recv_wr,
-			   init->cap.max_recv_sge, 0, false);
+	ret = srx_wq_alloc(&qp->rq, qp, ibuctx, init->qp_type,
+			   init->cap.max_recv_wr, init->cap.max_recv_sge, 0,
+			   false);
 	if (ret)
 		goto err_free_sq;
 
@@ -683,7 +691,8 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 		return -EINVAL;
 	if ((wr->send_flags & IB_SEND_INLINE) && !srx_inline_ok(wr->opcode))
 		return -EINVAL;
-	if (!srx_ring_room(wq->kprod, wq->kcons, wq->entries))
+	/* A slot is free once its WQE completed (its entry is then free). */
+	if (!srx_ring_room(wq->kprod, wq->kdone, wq->entries))
 		return -ENOMEM;
 
 	wqe = srx_wq_slot(wq, wq->kprod);
@@ -806,7 +815,7 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 		if (wr->num_sge > wq->max_sge)
 			ret = -EINVAL;
-		else if (!srx_ring_room(wq->kprod, wq->kcons, wq->entries))
+		else if (!srx_ring_room(wq->kprod, wq->kdone, wq->entries))
 			ret = -ENOMEM;
 		if (ret) {
 			*bad_wr = wr;

@@ -16,6 +16,7 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_WQES_FLUSHED].name = "wqes_flushed",
 	[SRX_CNT_DOORBELLS].name = "doorbells",
 	[SRX_CNT_BAD_USER_INDEX].name = "bad_user_index",
+	[SRX_CNT_INVALID_WQES].name = "invalid_wqes",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,

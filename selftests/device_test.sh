@@ -345,7 +345,7 @@ t_counters() {
 	local name before after
 	run rdma statistic show link srx0/1 || return 1
 	for name in cqes_posted cqe_overruns cq_errors cq_arm_events \
-		    wqes_flushed doorbells bad_user_index; do
+		    wqes_flushed doorbells bad_user_index invalid_wqes; do
 		[[ $out =~ \ $name\ [0-9]+ ]] || { say "no counter $name"; return 1; }
 	done
 	[[ $out =~ \ cqes_posted\ ([0-9]+) ]] && before=${BASH_REMATCH[1]}

@@ -43,8 +43,10 @@
  *   U4 userspace writes the WQE, then publishes prod with a store-release.
  *   K4 kernel reads prod with smp_load_acquire(), copies each WQE once into
  *      kernel memory, validates the copy, and publishes cons (WQEs taken)
- *      with smp_store_release(). Taken is not free: the slot is still the
- *      work request's until its completion has been polled.
+ *      with smp_store_release(); it never reads a taken WQE's slot again.
+ *      Taken is not free: the slot is still the work request's until its
+ *      completion has been polled. A prod behind cons, or more than a ring
+ *      ahead of done, is not honest: the kernel takes nothing.
  *   K5 when the kernel completes WQEs, in order, it writes the CQ index of
  *      each one's CQE into the slot's word of the cqe_idx array, then
  *      publishes done (WQEs completed) with smp_store_release().
