@@ -17,6 +17,10 @@
  *    wake-up by the length of a flush.
  *  - A doorbell that saw the QP in ERR must not flush receives posted after
  *    the QP went on to RESET and INIT.
+ *  - WQEs no provider would write (bad opcode, num_sge, inline length,
+ *    flags, reserved words, a length that wraps in 32 bits) are taken,
+ *    counted as invalid, and flushed like any other, with the wr_id and
+ *    opcode they were taken with.
  *
  * The rings are found through /proc/self/maps and srx-abi.h's layout (a
  * control block at offset 0 of each mapping), never through libsrx's
@@ -133,6 +137,7 @@ FIXTURE(db) {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *qp;
 	volatile struct srx_wq_ctrl *sq, *rq;
+	size_t sq_len, rq_len;		/* bytes of each mapping */
 	uint32_t sq_entries, rq_entries;
 	int kmsg;
 	char preempt[32];	/* the preemption model to restore, or "" */
@@ -214,6 +219,8 @@ static int db_make_qp(FIXTURE_DATA(db) *self, uint32_t swr, uint32_t rwr,
 	}
 	self->sq = (volatile struct srx_wq_ctrl *)added[0].start;
 	self->rq = (volatile struct srx_wq_ctrl *)added[1].start;
+	self->sq_len = added[0].end - added[0].start;
+	self->rq_len = added[1].end - added[1].start;
 	self->sq_entries = attr.cap.max_send_wr;
 	self->rq_entries = attr.cap.max_recv_wr;
 	return 0;
@@ -691,6 +698,202 @@ TEST_F_TIMEOUT(db, no_flush_after_reset, 120)
 	EXPECT_LE(20u, it) TH_LOG("too few iterations to mean anything");
 	EXPECT_LE(it / 2, held);
 	EXPECT_EQ(0, srx_kmsg_bad(self->kmsg));
+}
+
+/* ------------------------------------------------------------------ */
+/* Invalid WQEs written straight into the rings                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Where libsrx put the WQEs of wr_id @a and @b (consecutive slots): the
+ * first 8-byte word after the control block equal to each. Sets the
+ * stride and returns the offset of @a's slot, or 0 if not found.
+ */
+static size_t find_slots(volatile void *map, size_t len, uint64_t a,
+			 uint64_t b, size_t *stride)
+{
+	volatile uint64_t *w = map;
+	size_t i, oa = 0, ob = 0;
+
+	for (i = sizeof(struct srx_wq_ctrl) / 8; i < len / 8; i++) {
+		if (!oa && w[i] == a)
+			oa = i * 8;
+		else if (!ob && w[i] == b)
+			ob = i * 8;
+	}
+	if (!oa || ob <= oa)
+		return 0;
+	*stride = ob - oa;
+	return oa;
+}
+
+#define MARK_SA 0x5a5a00000000005aull	/* sends */
+#define MARK_SB 0x5a5a00000000005bull
+#define MARK_RA 0x5a5a00000000007aull	/* receives */
+#define MARK_RB 0x5a5a00000000007bull
+
+/*
+ * With the QP in INIT (nothing is taken), write WQEs into both rings the
+ * way a hostile process can, publish them, and move the QP to ERR: the
+ * flush takes each once, the invalid ones are counted in invalid_wqes,
+ * and every one completes as flushed with its own wr_id, in order.
+ */
+TEST_F(db, invalid_wqes_taken_and_flushed)
+{
+	const char *dev = srx_test_dev_name();
+	struct ibv_send_wr swr[2] = {}, *sbad;
+	struct ibv_recv_wr rwr[2] = {}, *rbad;
+	struct ibv_qp_attr qattr;
+	struct ibv_qp_init_attr qinit;
+	struct ibv_wc wc[16];
+	size_t sbase, rbase, sstride = 0, rstride = 0;
+	uint32_t sprod, rprod, max_sge, i;
+	long long inv0, inv1;
+	unsigned int nsend = 0, nrecv = 0, invalid = 0;
+	struct {
+		uint64_t wr_id;
+		int wc_opcode;
+	} want[16];
+
+	/* 64 sends make the send ring the larger mapping (db_make_qp()). */
+	ASSERT_EQ(0, db_make_qp(self, 64, 16, 64, 64));
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &qattr, IBV_QP_CAP, &qinit));
+	max_sge = qattr.cap.max_send_sge;
+	ASSERT_LE(2u, max_sge);
+
+	/* Find the slots: two WQEs of each kind posted (and flushed) in ERR. */
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_INIT));
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_ERR));
+	for (i = 0; i < 2; i++) {
+		swr[i].wr_id = i ? MARK_SB : MARK_SA;
+		swr[i].opcode = IBV_WR_SEND;
+		swr[i].send_flags = IBV_SEND_SIGNALED;
+		swr[i].next = i ? NULL : &swr[1];
+		rwr[i].wr_id = i ? MARK_RB : MARK_RA;
+		rwr[i].next = i ? NULL : &rwr[1];
+	}
+	ASSERT_EQ(0, ibv_post_send(self->qp, swr, &sbad));
+	ASSERT_EQ(0, ibv_post_recv(self->qp, rwr, &rbad));
+	ASSERT_EQ(2, srx_wait_cqes(self->scq, wc, 2, 2000));
+	ASSERT_EQ(2, srx_wait_cqes(self->rcq, wc, 2, 2000));
+	sbase = find_slots(self->sq, self->sq_len, MARK_SA, MARK_SB, &sstride);
+	rbase = find_slots(self->rq, self->rq_len, MARK_RA, MARK_RB, &rstride);
+	ASSERT_NE(0u, sbase);
+	ASSERT_NE(0u, rbase);
+	TH_LOG("send slots at %zu, stride %zu; receive slots at %zu, stride %zu",
+	       sbase, sstride, rbase, rstride);
+
+	/* RESET frees every slot; INIT takes nothing. */
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_RESET));
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_INIT));
+	sprod = self->sq->prod;
+	rprod = self->rq->prod;
+	ASSERT_EQ(sprod, self->sq->cons);
+	ASSERT_EQ(rprod, self->rq->cons);
+
+	/* The marks were WQEs sprod - 2 and sprod - 1: where WQE n goes. */
+	sbase -= (size_t)((sprod - 2) & (self->sq_entries - 1)) * sstride;
+	rbase -= (size_t)((rprod - 2) & (self->rq_entries - 1)) * rstride;
+#define SSLOT(k) ((volatile struct srx_send_wqe *)((volatile char *)self->sq + \
+	sbase + (size_t)((sprod + (k)) & (self->sq_entries - 1)) * sstride))
+#define SSGE(k) ((volatile struct srx_sge *)(SSLOT(k) + 1))
+#define RSLOT(k) ((volatile struct srx_recv_wqe *)((volatile char *)self->rq + \
+	rbase + (size_t)((rprod + (k)) & (self->rq_entries - 1)) * rstride))
+	/* Each case: a send WQE, whether it is invalid, its completion opcode. */
+	for (i = 0; i < 9; i++) {
+		volatile struct srx_send_wqe *w = SSLOT(nsend);
+		bool bad = true;
+		int op = IBV_WC_SEND;
+
+		memset((void *)w, 0, sizeof(*w));
+		w->wr_id = 0x1000 + i;
+		w->opcode = IBV_WR_SEND;
+		w->num_sge = 1;
+		SSGE(nsend)[0].length = 64;
+		switch (i) {
+		case 0:				/* valid */
+			bad = false;
+			break;
+		case 1:				/* no such opcode */
+			w->opcode = 200;
+			break;
+		case 2:				/* far more SGEs than the slot holds */
+			w->num_sge = 255;
+			break;
+		case 3:				/* inline longer than the slot */
+			w->num_sge = 0;
+			w->send_flags = IBV_SEND_INLINE;
+			w->inline_len = 0x7fffffff;
+			break;
+		case 4:				/* an unknown flag */
+			w->send_flags = IBV_SEND_SIGNALED | 0x4000;
+			break;
+		case 5:				/* a reserved word */
+			w->reserved0 = 1;
+			break;
+		case 6:				/* 2 x (4 GiB - 1): 4 GiB - 2 bytes */
+			w->opcode = IBV_WR_RDMA_WRITE;
+			w->num_sge = 2;
+			SSGE(nsend)[0].length = 0xffffffffu;
+			SSGE(nsend)[1].length = 0xffffffffu;
+			op = IBV_WC_RDMA_WRITE;
+			break;
+		case 7:				/* RDMA READ, inline */
+			w->opcode = IBV_WR_RDMA_READ;
+			w->num_sge = 0;
+			w->send_flags = IBV_SEND_INLINE;
+			w->inline_len = 8;
+			op = IBV_WC_RDMA_READ;
+			break;
+		case 8:				/* valid */
+			w->opcode = IBV_WR_RDMA_WRITE;
+			op = IBV_WC_RDMA_WRITE;
+			bad = false;
+			break;
+		}
+		want[nsend].wr_id = w->wr_id;
+		want[nsend].wc_opcode = op;
+		invalid += bad;
+		nsend++;
+	}
+	/* Receives: a valid one, one with too many SGEs, one with a reserved word. */
+	for (i = 0; i < 3; i++) {
+		volatile struct srx_recv_wqe *w = RSLOT(nrecv);
+
+		w->wr_id = 0x2000 + i;
+		w->num_sge = i == 1 ? 0x10000 : 1;
+		w->reserved = i == 2;
+		invalid += i != 0;
+		nrecv++;
+	}
+
+	inv0 = srx_hw_counter(dev, "invalid_wqes");
+	ASSERT_LE(0, inv0) TH_LOG("no invalid_wqes counter");
+	__atomic_store_n(&self->sq->prod, sprod + nsend, __ATOMIC_RELEASE);
+	__atomic_store_n(&self->rq->prod, rprod + nrecv, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, srx_qp_move(self->qp, IBV_QPS_ERR));
+
+	ASSERT_EQ((int)nsend, srx_wait_cqes(self->scq, wc, nsend, 2000));
+	for (i = 0; i < nsend; i++) {
+		EXPECT_EQ(want[i].wr_id, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, (int)wc[i].status);
+		EXPECT_EQ(want[i].wc_opcode, (int)wc[i].opcode)
+			TH_LOG("send %u", i);
+	}
+	ASSERT_EQ((int)nrecv, srx_wait_cqes(self->rcq, wc, nrecv, 2000));
+	for (i = 0; i < nrecv; i++) {
+		EXPECT_EQ(0x2000u + i, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, (int)wc[i].status);
+	}
+	EXPECT_EQ(0, ibv_poll_cq(self->scq, 16, wc));
+	EXPECT_EQ(sprod + nsend, self->sq->cons);
+	EXPECT_EQ(sprod + nsend, self->sq->done);
+	inv1 = srx_hw_counter(dev, "invalid_wqes");
+	EXPECT_EQ(inv0 + invalid, inv1);
+	EXPECT_EQ(0, srx_kmsg_bad(self->kmsg));
+#undef SSLOT
+#undef SSGE
+#undef RSLOT
 }
 
 TEST_HARNESS_MAIN

@@ -9,6 +9,10 @@
  *  - a CQ of max_cqe entries (128 MiB of ring), a QP of max_qp_wr work
  *    requests of max_sge entries each way (64 MiB), a resize PREPARE of a
  *    small CQ to max_cqe: each larger than the limit, each ENOMEM;
+ *  - a QP of MEMCG_QP_WR work requests of max_sge entries each way, which
+ *    fits: memory.current grows by its two rings (the mappings it added)
+ *    and the kernel-private copy of every slot (take.c), at least its SGE
+ *    array and less than half as much again, charged like the rings;
  *  - then CQs of MEMCG_RING bytes until one fails: ENOMEM, after at most
  *    as many as the limit holds, and memory.current shows those it holds.
  * The parent checks that the kernel logged nothing (no "vmalloc error",
@@ -22,6 +26,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <rdma/srx-abi.h>
+
 #include "kselftest_harness.h"
 #include "srx_test.h"
 
@@ -31,6 +37,8 @@
 #define MEMCG_LIMIT (48 * MIB)
 /* CQE entries of one small CQ: a 1 MiB ring plus its control page. */
 #define MEMCG_RING_CQE (MIB / 32)
+/* Work requests each way of the QP whose charge is measured (8 MiB of rings). */
+#define MEMCG_QP_WR 4096
 /* memory.current may stay above the baseline by this much after exit. */
 #define MEMCG_SLACK MIB
 
@@ -43,6 +51,10 @@ struct memcg_result {
 	int small_cqs;		/* small CQs created before the first failure */
 	int small_errno;	/* errno of that failure, 0 if none failed */
 	int held;		/* small CQs still held while the parent looks */
+	int qp_errno;		/* the MEMCG_QP_WR QP: 0 if it was created */
+	long long qp_charged;	/* memory.current's growth when it was */
+	long long qp_rings;	/* bytes of the mappings it added */
+	long long qp_sges;	/* bytes of its slots' private SGE arrays */
 	char what[128];		/* set up failure, "" if none */
 };
 
@@ -169,6 +181,38 @@ static void memcg_child(const char *cgroup, int wfd, int rfd)
 	r.big_qp_errno = qp ? 0 : errno;
 	if (qp)
 		ibv_destroy_qp(qp);
+
+	/* A QP that fits: what creating it charges. */
+	{
+		struct srx_test_map before[32], after[32], added[4];
+		char current[256];
+		long long c0, c1;
+		int nb, na, k;
+
+		snprintf(current, sizeof(current), "%s/memory.current", cgroup);
+		qattr.cap.max_send_wr = MEMCG_QP_WR;
+		qattr.cap.max_recv_wr = MEMCG_QP_WR;
+		nb = srx_test_maps(before, 32);
+		c0 = read_ll(current);
+		errno = 0;
+		qp = ibv_create_qp(pd, &qattr);
+		c1 = read_ll(current);
+		r.qp_errno = qp ? 0 : errno;
+		na = srx_test_maps(after, 32);
+		if (qp && nb >= 0 && na <= 32 && c0 >= 0 && c1 >= 0) {
+			k = srx_test_map_new(before, nb, after, na, added, 4);
+			while (k--)
+				r.qp_rings += added[k].end - added[k].start;
+			r.qp_charged = c1 - c0;
+			r.qp_sges = (long long)(qattr.cap.max_send_wr *
+						qattr.cap.max_send_sge +
+						qattr.cap.max_recv_wr *
+						qattr.cap.max_recv_sge) *
+				    (long long)sizeof(struct srx_sge);
+		}
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
 
 	r.prepare_errno = ibv_resize_cq(small, dev.max_cqe);
 	r.prepare_cqe = small->cqe;
@@ -310,8 +354,22 @@ TEST_F_TIMEOUT(memcg, rings_are_charged_to_the_creator, 280)
 	       strerror(r.prepare_errno), r.prepare_cqe, r.small_cqs,
 	       strerror(r.small_errno));
 
+	TH_LOG("QP of %d WRs of max_sge SGEs each way: %s, charged %lld kB for %lld kB of rings and %lld kB of private SGE arrays",
+	       MEMCG_QP_WR, strerror(r.qp_errno),
+	       r.qp_charged / 1024, r.qp_rings / 1024, r.qp_sges / 1024);
+
 	EXPECT_EQ(ENOMEM, r.big_cq_errno);
 	EXPECT_EQ(ENOMEM, r.big_qp_errno);
+	EXPECT_EQ(0, r.qp_errno);
+	EXPECT_LT(0, r.qp_rings);
+	EXPECT_LE(MEMCG_QP_WR * 2LL * (long long)sizeof(struct srx_sge), r.qp_sges);
+	EXPECT_GE(r.qp_charged, r.qp_rings + r.qp_sges);
+	/*
+	 * And not much more: at max_sge an entry's fixed part is well under
+	 * half its SGE array. Memory rounded up to a power of two of pages
+	 * (kmalloc) would be charged 8 MiB here for 4.4 MiB of entries.
+	 */
+	EXPECT_LE(r.qp_charged, r.qp_rings + r.qp_sges * 3 / 2);
 	EXPECT_EQ(ENOMEM, r.prepare_errno);
 	EXPECT_GE(r.prepare_cqe, 1);
 	EXPECT_LT(r.prepare_cqe, MEMCG_RING_CQE);
