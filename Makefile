@@ -206,12 +206,16 @@ $(BUILD)/selftests/cq_test: SRX_CFLAGS += -Wl,--export-dynamic-symbol=ibv_cmd_re
 host-tests: $(HOST_TESTS)
 
 $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP)/kernel/ring.h \
-		$(TOP)/kernel/mr_check.h $(TOP)/kernel/wqe.h \
+		$(TOP)/kernel/mr_check.h $(TOP)/kernel/wqe.h $(TOP)/kernel/icrc.h \
 		$(TOP)/kernel/cq_publish.h $(KSELFTEST) $(TOP)/selftests/harness_timeout.h
 	@echo "  CC      host/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/host
 	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(BUILD)/kselftest -I$(TOP)/kernel -I$(TOP)/selftests \
-		$(HARNESS_TIMEOUT) $(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs
+		$(HARNESS_TIMEOUT) $(SRX_CFLAGS) $(SANITIZE) -Wno-missing-prototypes -o $@ $< -libverbs \
+		$(HOST_LDLIBS)
+
+# icrc_test judges kernel/icrc.h against zlib's crc32().
+$(BUILD)/host/icrc_test: HOST_LDLIBS := -lz
 
 # The packet-format layer is pure kernel code that wire_test.c compiles in.
 WIRE_SRC := $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
