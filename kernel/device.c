@@ -23,6 +23,7 @@
 #include "cq.h"
 #include "device.h"
 #include "mr.h"
+#include "net.h"
 #include "qp.h"
 #include "ucontext.h"
 
@@ -222,6 +223,8 @@ static void srx_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(!xa_empty(&sdev->mr_xa));
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->mr_xa);
+	/* No receive can find the device any more (ib_device_try_get()). */
+	srx_tunnel_put(sdev);
 	free_percpu(sdev->counters);
 	if (sdev->netdev)
 		dev_put(sdev->netdev);
@@ -450,6 +453,16 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	 */
 	if (!rdma_dev_access_netns(ibdev, dev_net(netdev)))
 		write_pnet(&ibdev->coredev.rdma_net, dev_net(netdev));
+
+	/*
+	 * Port 4791 in the netdev's namespace, before registration: from
+	 * then on packets find the device. -EADDRINUSE (rdma_rxe in
+	 * init_net) fails `rdma link add` rather than leave a device that
+	 * cannot receive.
+	 */
+	ret = srx_tunnel_get(sdev);
+	if (ret)
+		goto err_dealloc;
 
 	/*
 	 * On the list before registration, which copies the attributes: a

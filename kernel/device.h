@@ -44,6 +44,15 @@ enum srx_counter {
 	SRX_CNT_DOORBELLS,
 	SRX_CNT_BAD_USER_INDEX,
 	SRX_CNT_INVALID_WQES,
+	/* RoCE v2 packets (net.c, recv.c): the BTH through the ICRC in bytes */
+	SRX_CNT_SENT_PKTS,
+	SRX_CNT_SENT_BYTES,
+	SRX_CNT_SEND_ERR,
+	SRX_CNT_RCVD_PKTS,
+	SRX_CNT_RCVD_BYTES,
+	SRX_CNT_RCVD_ICRC_ERR,
+	SRX_CNT_RCVD_MALFORMED,
+	SRX_CNT_RCVD_DROPPED,
 	SRX_CNT_COUNT
 };
 
@@ -75,6 +84,13 @@ struct srx_device {
 	 * reference, so the pointer is valid for every op.
 	 */
 	struct net_device *netdev;
+
+	/*
+	 * The UDP sockets of the netdev's namespace (net.c), taken before
+	 * registration and given back in srx_dealloc_driver(); the device's
+	 * namespace is fixed, as moving the netdev unregisters the device.
+	 */
+	struct srx_tunnel *tun;
 
 	struct ib_device_attr attrs;	/* fixed at creation, but max_cq */
 	struct srx_accepts accepts;	/* from attrs, fixed at creation */

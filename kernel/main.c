@@ -12,6 +12,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "device.h"
+#include "net.h"
 
 #if BITS_PER_LONG != 64
 #error "srx shares 64-bit words with userspace and needs a 64-bit kernel"
@@ -101,12 +102,20 @@ static int __init srx_init(void)
 {
 	int ret;
 
-	ret = register_netdevice_notifier(&srx_netdev_notifier);
+	ret = srx_net_init();
 	if (ret)
 		return ret;
 
+	ret = register_netdevice_notifier(&srx_netdev_notifier);
+	if (ret)
+		goto err_net;
+
 	rdma_link_register(&srx_link_ops);
 	return 0;
+
+err_net:
+	srx_net_exit();
+	return ret;
 }
 
 static void __exit srx_exit(void)
@@ -115,6 +124,8 @@ static void __exit srx_exit(void)
 	/* Waits for queued unregistrations; detaches open user contexts. */
 	ib_unregister_driver(SRX_DRIVER_ID);
 	unregister_netdevice_notifier(&srx_netdev_notifier);
+	/* Every device has given its tunnel back: see srx_net_init(). */
+	srx_net_exit();
 }
 
 module_init(srx_init);

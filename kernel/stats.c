@@ -17,6 +17,19 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_DOORBELLS].name = "doorbells",
 	[SRX_CNT_BAD_USER_INDEX].name = "bad_user_index",
 	[SRX_CNT_INVALID_WQES].name = "invalid_wqes",
+	/*
+	 * Named as rdma_rxe names the same counts (rxe_hw_counters.c:
+	 * sent_pkts, rcvd_pkts, send_err), so one script reads both; the
+	 * others rxe does not count (it drops bad packets silently).
+	 */
+	[SRX_CNT_SENT_PKTS].name = "sent_pkts",
+	[SRX_CNT_SENT_BYTES].name = "sent_bytes",
+	[SRX_CNT_SEND_ERR].name = "send_err",
+	[SRX_CNT_RCVD_PKTS].name = "rcvd_pkts",
+	[SRX_CNT_RCVD_BYTES].name = "rcvd_bytes",
+	[SRX_CNT_RCVD_ICRC_ERR].name = "rcvd_icrc_err",
+	[SRX_CNT_RCVD_MALFORMED].name = "rcvd_malformed",
+	[SRX_CNT_RCVD_DROPPED].name = "rcvd_dropped",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,
