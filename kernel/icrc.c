@@ -35,10 +35,16 @@ u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
 		memcpy(hdr + iplen, p, SRX_UDP_HDR_SIZE + SRX_BTH_SIZE);
 	crc = srx_icrc_begin(hdr, ipv6);
 
-	/* Extension headers, payload and pad: fragment by fragment. */
+	/*
+	 * Extension headers, payload and pad: block by block. A block may
+	 * run past @end (skb_seq_read() stops at the end of the linear part
+	 * or fragment, not at the upper bound given to it), so clamp it.
+	 */
 	off += SRX_UDP_HDR_SIZE + SRX_BTH_SIZE;
 	skb_prepare_seq_read((struct sk_buff *)skb, off, end, &st);
-	while ((n = skb_seq_read(consumed, &p, &st)) != 0) {
+	while (consumed < end - off &&
+	       (n = skb_seq_read(consumed, &p, &st)) != 0) {
+		n = min(n, end - off - consumed);
 		crc = crc32_le(crc, p, n);
 		consumed += n;
 	}
