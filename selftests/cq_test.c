@@ -795,6 +795,21 @@ static int read_param(const char *param, char *buf, size_t len)
 }
 
 /*
+ * Whether SUnreclaim measures the objects in use. Under KASAN (make
+ * check-debug sets SRX_TEST_KASAN) a freed object waits in KASAN's
+ * quarantine, up to 1/32 of RAM, before its slab can be freed, so
+ * unreclaimable slab grows while objects are freed: in the first such run,
+ * 20,000 refused creates freed 62,615 objects and SUnreclaim still grew by
+ * 6,580 kB. There the object count and kmemleak are the leak checks.
+ */
+static bool slab_bytes_meaningful(void)
+{
+	const char *kasan = getenv("SRX_TEST_KASAN");
+
+	return !kasan || !*kasan || !strcmp(kasan, "0");
+}
+
+/*
  * Slab objects in use (/proc/slabinfo, root only), all caches together:
  * the smallest of a few samples a moment apart, since the RDMA core frees
  * uobjects after an RCU grace period. -1 if unreadable.
@@ -914,8 +929,10 @@ TEST_F_TIMEOUT(cq_limit, over_max_cq_enomem_no_leak, 180)
 	 * Each cycle allocates and frees a ring page (vmalloc) and at least
 	 * 256 bytes of kernel objects twice. Unreclaimable slab wanders by a
 	 * few hundred kB on its own; a leak would grow it by 750 kB or more.
+	 * Not under KASAN: see slab_bytes_meaningful().
 	 */
-	EXPECT_LT(slab1 - slab0, 512);
+	if (slab_bytes_meaningful())
+		EXPECT_LT(slab1 - slab0, 512);
 	EXPECT_LT(vmalloc1 - vmalloc0, LIMIT_CYCLES * 4 / 8);
 
 	/*
@@ -947,7 +964,8 @@ TEST_F_TIMEOUT(cq_limit, over_max_cq_enomem_no_leak, 180)
 	       LIMIT_REFUSALS, objs1 - objs0, slab1 - slab0);
 	ASSERT_LE(0, objs0) TH_LOG("/proc/slabinfo unreadable");
 	EXPECT_GT(400, objs1 - objs0);
-	EXPECT_GT(LIMIT_REFUSALS * 12 / 1024, slab1 - slab0);
+	if (slab_bytes_meaningful())
+		EXPECT_GT(LIMIT_REFUSALS * 12 / 1024, slab1 - slab0);
 
 	for (i = 0; i < LIMIT_EXTRA; i++)
 		EXPECT_EQ(0, ibv_destroy_cq(self->cqs[i]));
