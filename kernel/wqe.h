@@ -32,6 +32,8 @@
 #include <rdma/ib_user_verbs.h>	/* IB_UVERBS_WR_*, == IB_WR_*, IBV_WR_* */
 #include <rdma/srx-abi.h>
 
+#include "mr_check.h"	/* srx_sge_total() */
+
 /*
  * Send flags a WQE may carry: IB_SEND_FENCE, _SIGNALED, _SOLICITED and
  * _INLINE (== IBV_SEND_*; take.c and the host test check the values). Any
@@ -284,16 +286,6 @@ static inline u8 srx_send_len_check(u32 opcode, u64 length,
 	return SRX_WQE_OK;
 }
 
-static inline u64 srx_sge_sum(const struct srx_sge *sge, u32 n)
-{
-	u64 len = 0;
-	u32 i;
-
-	for (i = 0; i < n; i++)
-		len += sge[i].length;
-	return len;
-}
-
 /**
  * srx_swqe_copy - take one send WQE from a ring slot into a private entry
  * @e: the entry, srx_swqe_stride(@lim->max_sge, @lim->max_inline) bytes
@@ -351,7 +343,7 @@ static inline u8 srx_swqe_copy(struct srx_swqe *e, const void *slot,
 	} else {
 		memcpy(e->sge, body, (size_t)h.num_sge * sizeof(e->sge[0]));
 		e->num_sge = h.num_sge;
-		e->length = srx_sge_sum(e->sge, e->num_sge);
+		e->length = srx_sge_total(e->sge, e->num_sge);
 	}
 
 	result = srx_send_len_check(h.opcode, e->length, lim);
@@ -408,7 +400,7 @@ static inline u8 srx_rwqe_copy(struct srx_rwqe *e, const void *slot,
 	if (result == SRX_WQE_OK) {
 		memcpy(e->sge, body, (size_t)h.num_sge * sizeof(e->sge[0]));
 		e->num_sge = h.num_sge;
-		e->length = srx_sge_sum(e->sge, e->num_sge);
+		e->length = srx_sge_total(e->sge, e->num_sge);
 	}
 	e->result = result;
 	return result;

@@ -481,13 +481,13 @@ TEST(lengths_in_64_bits)
 		ssge(&t)[i].length = 0xffffffffu;
 	EXPECT_EQ(SRX_WQE_TOO_LONG, srx_swqe_copy(t.se, t.slot, &lim));
 	EXPECT_EQ(0u, t.se->length);
-	EXPECT_EQ(32 * 0xffffffffull, srx_sge_sum(ssge(&t), MAX_SGE));
+	EXPECT_EQ(32 * 0xffffffffull, srx_sge_total(ssge(&t), MAX_SGE));
 	/* 32 x (4 GiB - 1) plus 32 more bytes is 0 in 32 bits. */
 	swqe(&t)->num_sge = MAX_SGE;
 	ssge(&t)[0].length = 31;	/* 0xffffffff * 31 + 31 == 31 * 2^32 */
 	for (i = 1; i < MAX_SGE; i++)
 		ssge(&t)[i].length = 0xffffffffu;
-	EXPECT_EQ(0u, (u32)srx_sge_sum(ssge(&t), MAX_SGE));
+	EXPECT_EQ(0u, (u32)srx_sge_total(ssge(&t), MAX_SGE));
 	EXPECT_EQ(SRX_WQE_TOO_LONG, srx_swqe_copy(t.se, t.slot, &lim));
 
 	/* 4 GiB - 1 plus 2 wraps to 1 in 32 bits. */
@@ -737,7 +737,7 @@ static bool swqe_consistent(const struct srx_swqe *e,
 	if (e->send_flags & SRX_SEND_INLINE)
 		return e->num_sge == 0 && e->length == e->inline_len;
 	return e->inline_len == 0 &&
-	       e->length == srx_sge_sum(e->sge, e->num_sge);
+	       e->length == srx_sge_total(e->sge, e->num_sge);
 }
 
 static bool rwqe_consistent(const struct srx_rwqe *e,
@@ -749,7 +749,7 @@ static bool rwqe_consistent(const struct srx_rwqe *e,
 	}
 	*why = "num_sge past max_sge, or length not its own SGEs'";
 	return e->num_sge <= lim->max_sge &&
-	       e->length == srx_sge_sum(e->sge, e->num_sge);
+	       e->length == srx_sge_total(e->sge, e->num_sge);
 }
 
 static void hostile_run(struct __test_metadata *_metadata, bool recv)
