@@ -15,7 +15,10 @@
  *  - the loading thread resizes the CQ between two sizes above WINDOW the
  *    whole time, so that most resizes move more than one batch.
  * Loading succeeds when all TOTAL completions arrived in order with at
- * least MIN_RESIZES resizes meanwhile, and fails with EIO otherwise;
+ * least MIN_RESIZES resizes meanwhile, and fails with EIO otherwise. The
+ * producer keeps pace with the resizer (a chunk waits for its share of the
+ * resizes), so the count is reached by work, not by how the host schedules
+ * three threads on two vCPUs: a CI run on a loaded host once got 6;
  * selftests/kcq_test.sh loads it. The device is the srx_kcq_test.dev
  * parameter (default srx0).
  */
@@ -46,6 +49,7 @@ struct kcq {
 	struct ib_qp *qp;
 	atomic_t produced;
 	atomic_t consumed;
+	atomic_t resizes;	/* written by the loading thread */
 	atomic_t failed;	/* first failure's line, 0 while none */
 	struct completion producer_done;
 	struct completion poller_done;
@@ -76,6 +80,12 @@ static int kcq_move(struct ib_qp *qp, enum ib_qp_state state)
 	return ib_modify_qp(qp, &attr, mask);
 }
 
+/* Resizes that must have happened before completions up to @upto exist. */
+static int kcq_resizes_due(u32 upto)
+{
+	return DIV_ROUND_UP(upto * KCQ_MIN_RESIZES, KCQ_TOTAL);
+}
+
 static int kcq_producer(void *arg)
 {
 	struct kcq *k = arg;
@@ -84,7 +94,8 @@ static int kcq_producer(void *arg)
 
 	while (next < KCQ_TOTAL && !atomic_read(&k->failed)) {
 		n = min(KCQ_CHUNK, KCQ_TOTAL - next);
-		if (next + n - atomic_read(&k->consumed) > KCQ_WINDOW) {
+		if (next + n - atomic_read(&k->consumed) > KCQ_WINDOW ||
+		    atomic_read(&k->resizes) < kcq_resizes_due(next + n)) {
 			usleep_range(200, 400);
 			continue;
 		}
@@ -216,6 +227,7 @@ static int kcq_run(struct kcq *k)
 				 ret);
 			break;
 		}
+		atomic_set(&k->resizes, resizes);
 		cond_resched();
 	}
 	wait_for_completion(&k->producer_done);
