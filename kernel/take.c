@@ -67,7 +67,6 @@ int srx_wq_take_init(struct srx_wq *wq, const struct srx_device *sdev,
 		     enum ib_qp_type type, bool send)
 {
 	struct srx_wqe_limits *lim = &wq->lim;
-	u32 op;
 
 	memset(lim, 0, sizeof(*lim));
 	lim->max_sge = wq->max_sge;
@@ -75,9 +74,9 @@ int srx_wq_take_init(struct srx_wq *wq, const struct srx_device *sdev,
 	lim->max_msg = SRX_MAX_MSG_SIZE;
 	if (send) {
 		lim->datagram = type == IB_QPT_UD || type == IB_QPT_GSI;
-		for (op = 0; op < 64; op++)
-			if (srx_send_opcode_ok(sdev, type, op))
-				lim->send_ops |= BIT_ULL(op);
+		/* The mask srx_send_opcode_ok() tests, as the device has it. */
+		if (type < ARRAY_SIZE(sdev->accepts.send_ops))
+			lim->send_ops = sdev->accepts.send_ops[type];
 		wq->priv_stride = srx_swqe_stride(wq->max_sge, wq->max_inline);
 	} else {
 		wq->priv_stride = srx_rwqe_stride(wq->max_sge);
