@@ -656,26 +656,6 @@ static void srx_copy_sges(struct srx_sge *dst, const struct ib_sge *src,
 	}
 }
 
-/*
- * Inline data is the payload of an outgoing message: SEND and RDMA WRITE
- * carry one; an RDMA READ or an atomic has none to give, so IB_SEND_INLINE
- * on them is EINVAL (ibv_post_send(3): "valid only for Send and RDMA
- * Write"), for kernel posters as for libsrx.
- */
-static bool srx_inline_ok(enum ib_wr_opcode op)
-{
-	switch (op) {
-	case IB_WR_SEND:
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_SEND_WITH_INV:
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 {
 	struct srx_wq *wq = &qp->sq;
@@ -689,7 +669,15 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 	if (wr->num_sge > wq->max_sge ||
 	    !srx_send_opcode_ok(qp->sdev, qp->base_qp.qp_type, wr->opcode))
 		return -EINVAL;
-	if ((wr->send_flags & IB_SEND_INLINE) && !srx_inline_ok(wr->opcode))
+	/*
+	 * Inline data is the payload of an outgoing message: SEND and RDMA
+	 * WRITE carry one; an RDMA READ or an atomic has none to give, so
+	 * IB_SEND_INLINE on them is EINVAL (ibv_post_send(3): "valid only for
+	 * Send and RDMA Write"), for kernel posters as for libsrx; the take
+	 * refuses it by the same rule (wqe.h).
+	 */
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    !srx_wqe_opcode_has_payload(wr->opcode))
 		return -EINVAL;
 	/* A slot is free once its WQE completed (its entry is then free). */
 	if (!srx_ring_room(wq->kprod, wq->kdone, wq->entries))
