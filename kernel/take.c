@@ -110,10 +110,11 @@ static u32 srx_wq_take(struct srx_qp *qp, struct srx_wq *wq, bool send,
 	lockdep_assert_held(&wq->lock);
 
 	prod = srx_wq_prod(qp, wq);
-	if (!srx_ring_take_ok(prod, wq->kcons, wq->kdone, wq->entries))
+	if (!srx_ring_take_ok(prod, wq->kcons, wq->kdone, wq->entries)) {
 		srx_count(qp->sdev, SRX_CNT_BAD_USER_INDEX, 1);
-	n = min(srx_ring_takeable(prod, wq->kcons, wq->kdone, wq->entries),
-		budget);
+		return 0;
+	}
+	n = min(prod - wq->kcons, budget);	/* srx_ring_takeable() */
 	if (!n)
 		return 0;
 
