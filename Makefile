@@ -221,6 +221,9 @@ $(BUILD)/host/icrc_test: HOST_LDLIBS := -lz
 WIRE_SRC := $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
             $(addprefix $(TOP)/selftests/host/,wire_host.h wire_check.h)
 $(BUILD)/host/wire_test: $(WIRE_SRC)
+# icrc.h takes the BTH and ICRC sizes from roce_hdr.h.
+$(BUILD)/host/icrc_test: $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h) \
+	$(TOP)/selftests/host/wire_host.h
 
 # Not part of check: libFuzzer on the same parser and properties as
 # wire_test.c's fixed loop (selftests/host/wire_fuzz.c). Needs clang.

@@ -29,10 +29,12 @@ u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
 	u32 crc;
 
 	memcpy(hdr, skb_network_header(skb), iplen);
-	p = skb_header_pointer(skb, off, SRX_UDP_HDR_SIZE + SRX_BTH_SIZE,
+	p = skb_header_pointer(skb, off,
+			       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES,
 			       hdr + iplen);
 	if (p != hdr + iplen)
-		memcpy(hdr + iplen, p, SRX_UDP_HDR_SIZE + SRX_BTH_SIZE);
+		memcpy(hdr + iplen, p,
+		       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES);
 	crc = srx_icrc_begin(hdr, ipv6);
 
 	/*
@@ -40,7 +42,7 @@ u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
 	 * run past @end (skb_seq_read() stops at the end of the linear part
 	 * or fragment, not at the upper bound given to it), so clamp it.
 	 */
-	off += SRX_UDP_HDR_SIZE + SRX_BTH_SIZE;
+	off += SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES;
 	skb_prepare_seq_read((struct sk_buff *)skb, off, end, &st);
 	while (consumed < end - off &&
 	       (n = skb_seq_read(consumed, &p, &st)) != 0) {
@@ -53,35 +55,35 @@ u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
 }
 
 /*
- * Whether the ICRC in the last SRX_ICRC_SIZE bytes of @skb is right. The
- * caller has checked that the skb holds UDP, BTH and ICRC after the
+ * Whether the ICRC in the last SRX_ROCE_ICRC_BYTES bytes of @skb is right.
+ * The caller has checked that the skb holds UDP, BTH and ICRC after the
  * transport header (net.c, srx_rcv_well_formed()).
  *
  * Context: any; softirq on receive.
  */
 bool srx_icrc_verify(const struct sk_buff *skb, bool ipv6)
 {
-	unsigned int end = skb->len - SRX_ICRC_SIZE;
-	unsigned char buf[SRX_ICRC_SIZE];
+	unsigned int end = skb->len - SRX_ROCE_ICRC_BYTES;
+	unsigned char buf[SRX_ROCE_ICRC_BYTES];
 	const unsigned char *p;
 
-	p = skb_header_pointer(skb, end, SRX_ICRC_SIZE, buf);
+	p = skb_header_pointer(skb, end, SRX_ROCE_ICRC_BYTES, buf);
 	return p && srx_icrc_get(p) == srx_icrc_skb(skb, end, ipv6);
 }
 
 /*
- * Write the ICRC into the last SRX_ICRC_SIZE bytes of @skb, which the
- * packet's headers and payload do not use (srx_net_alloc_skb() reserves
- * them), wherever those bytes lie.
+ * Write the ICRC into the last SRX_ROCE_ICRC_BYTES bytes of @skb, which
+ * the packet's headers and payload do not use (srx_net_alloc_skb()
+ * reserves them), wherever those bytes lie.
  *
  * Context: any.
  */
 void srx_icrc_generate(struct sk_buff *skb, bool ipv6)
 {
-	unsigned int end = skb->len - SRX_ICRC_SIZE;
-	unsigned char buf[SRX_ICRC_SIZE];
+	unsigned int end = skb->len - SRX_ROCE_ICRC_BYTES;
+	unsigned char buf[SRX_ROCE_ICRC_BYTES];
 
 	srx_icrc_put(buf, srx_icrc_skb(skb, end, ipv6));
 	/* Cannot fail: the range lies inside the skb. */
-	WARN_ON_ONCE(skb_store_bits(skb, end, buf, SRX_ICRC_SIZE));
+	WARN_ON_ONCE(skb_store_bits(skb, end, buf, SRX_ROCE_ICRC_BYTES));
 }

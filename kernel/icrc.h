@@ -25,10 +25,11 @@
  * computes an ICRC over options that srx could match; net.c drops such
  * packets as malformed before they get here.
  *
- * No kernel header is needed beyond the fixed-width types, memcpy() and
- * the CRC itself: in the kernel srx_crc32_le is crc32_le(); the host tests
- * (selftests/host/icrc_test.c) define srx_crc32_le before including this
- * file, with an implementation of their own.
+ * No kernel header is needed beyond the fixed-width types, memcpy(), the
+ * wire format (roce_hdr.h) and the CRC itself: in the kernel srx_crc32_le
+ * is crc32_le(); the host tests (selftests/host/icrc_test.c) include
+ * wire_host.h and define srx_crc32_le before including this file, with an
+ * implementation of their own.
  */
 #ifndef SRX_ICRC_H
 #define SRX_ICRC_H
@@ -44,22 +45,22 @@
 #include <string.h>
 #endif
 
-#define SRX_ICRC_SIZE		4
+#include "roce_hdr.h"	/* the BTH and ICRC sizes */
+
 /* crc32_le(0xffffffff, 8 x 0xff): the masked LRH (rxe_icrc.c). */
 #define SRX_ICRC_SEED		0xdebb20e3u
 #define SRX_IPV4_HDR_SIZE	20	/* without options */
 #define SRX_IPV6_HDR_SIZE	40
 #define SRX_UDP_HDR_SIZE	8
-#define SRX_BTH_SIZE		12
 /* The masked part: IP header, UDP header, BTH. */
 #define SRX_ICRC_MASKED_MAX	(SRX_IPV6_HDR_SIZE + SRX_UDP_HDR_SIZE + \
-				 SRX_BTH_SIZE)
+				 SRX_ROCE_BTH_BYTES)
 
 /* Bytes of the masked part for an IPv4 or IPv6 packet. */
 static inline unsigned int srx_icrc_masked_len(bool ipv6)
 {
 	return (ipv6 ? SRX_IPV6_HDR_SIZE : SRX_IPV4_HDR_SIZE) +
-	       SRX_UDP_HDR_SIZE + SRX_BTH_SIZE;
+	       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES;
 }
 
 /*

@@ -103,7 +103,7 @@ static struct socket *srx_tunnel_sock(struct net *net, bool ipv6)
 	/* Zeroed: no UDP checksums required, as rxe_setup_udp_tunnel(). */
 	struct udp_port_cfg ucfg = {
 		.family = ipv6 ? AF_INET6 : AF_INET,
-		.local_udp_port = htons(SRX_UDP_PORT),
+		.local_udp_port = htons(SRX_ROCE_UDP_PORT),
 		.ipv6_v6only = ipv6,
 	};
 	struct udp_tunnel_sock_cfg tcfg = {
@@ -218,7 +218,8 @@ out_unlock:
 
 	if (ret == -EADDRINUSE)
 		pr_info("srx: UDP port %u is taken in the network namespace of %s (rdma_rxe binds it in the initial namespace): move %s to a namespace of its own\n",
-			SRX_UDP_PORT, sdev->netdev->name, sdev->netdev->name);
+			SRX_ROCE_UDP_PORT, sdev->netdev->name,
+			sdev->netdev->name);
 	return ret;
 }
 
@@ -354,7 +355,8 @@ static bool srx_rcv_well_formed(const struct sk_buff *skb, bool ipv6)
 		return false;
 	ulen = ntohs(udp_hdr(skb)->len);
 	return ulen == skb->len - toff &&
-	       ulen >= SRX_UDP_HDR_SIZE + SRX_BTH_SIZE + SRX_ICRC_SIZE;
+	       ulen >= SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES +
+		       SRX_ROCE_ICRC_BYTES;
 }
 
 /*
@@ -481,7 +483,7 @@ static struct dst_entry *srx_route4(struct net *net, const struct srx_av *av)
 		.saddr = srx_gid_v4(&av->sgid),
 		.daddr = srx_gid_v4(&av->dgid),
 		.fl4_sport = htons(av->sport),
-		.fl4_dport = htons(SRX_UDP_PORT),
+		.fl4_dport = htons(SRX_ROCE_UDP_PORT),
 	};
 	struct rtable *rt;
 
@@ -500,7 +502,7 @@ static struct dst_entry *srx_route6(struct net *net, const struct srx_av *av)
 		.flowlabel = ip6_make_flowinfo(av->traffic_class,
 					       htonl(av->flow_label)),
 		.fl6_sport = htons(av->sport),
-		.fl6_dport = htons(SRX_UDP_PORT),
+		.fl6_dport = htons(SRX_ROCE_UDP_PORT),
 	};
 	struct dst_entry *dst;
 	int err;
@@ -523,8 +525,8 @@ static struct dst_entry *srx_route6(struct net *net, const struct srx_av *av)
 
 /*
  * A packet for @av with @len bytes for BTH, extension headers, payload and
- * pad at skb->data, followed by SRX_ICRC_SIZE bytes that srx_net_xmit()
- * fills in (skb->len is @len + SRX_ICRC_SIZE), and headroom for UDP, IP
+ * pad at skb->data, followed by SRX_ROCE_ICRC_BYTES bytes that srx_net_xmit()
+ * fills in (skb->len is @len + SRX_ROCE_ICRC_BYTES), and headroom for UDP, IP
  * and the link layer of the route's netdev (LL_RESERVED_SPACE). The route
  * (IPv4-mapped GIDs as IPv4, by source and destination address and the
  * source GID's netdev) is attached; the neighbour layer resolves the MAC
@@ -550,8 +552,8 @@ struct sk_buff *srx_net_alloc_skb(struct srx_device *sdev,
 
 	hlen = LL_RESERVED_SPACE(dst->dev) + SRX_UDP_HDR_SIZE +
 	       (av->ipv4 ? SRX_IPV4_HDR_SIZE : SRX_IPV6_HDR_SIZE);
-	skb = alloc_skb(hlen + len + SRX_ICRC_SIZE + dst->dev->needed_tailroom,
-			gfp);
+	skb = alloc_skb(hlen + len + SRX_ROCE_ICRC_BYTES +
+			dst->dev->needed_tailroom, gfp);
 	if (!skb) {
 		dst_release(dst);
 		return ERR_PTR(-ENOMEM);
@@ -559,7 +561,7 @@ struct sk_buff *srx_net_alloc_skb(struct srx_device *sdev,
 	skb_reserve(skb, hlen);
 	skb->protocol = av->ipv4 ? htons(ETH_P_IP) : htons(ETH_P_IPV6);
 	skb_dst_set(skb, dst);
-	skb_put(skb, len + SRX_ICRC_SIZE);
+	skb_put(skb, len + SRX_ROCE_ICRC_BYTES);
 	return skb;
 }
 
@@ -571,7 +573,7 @@ static void srx_push_udp(struct sk_buff *skb, const struct srx_av *av)
 	skb_reset_transport_header(skb);
 	uh = udp_hdr(skb);
 	uh->source = htons(av->sport);
-	uh->dest = htons(SRX_UDP_PORT);
+	uh->dest = htons(SRX_ROCE_UDP_PORT);
 	uh->len = htons(skb->len);
 	/* Zero as rxe's prepare_udp_hdr(): the ICRC protects the packet. */
 	uh->check = 0;

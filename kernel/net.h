@@ -22,9 +22,6 @@
 struct srx_device;
 struct srx_tunnel;
 
-/* ROCE_V2_UDP_DPORT, IANA's port for RoCE v2 (ib_verbs.h). */
-#define SRX_UDP_PORT	ROCE_V2_UDP_DPORT
-
 /*
  * Where a packet goes: the engine's private copy of a QP's or an AH's
  * address vector, made by srx_av_init() when the address is set, read by

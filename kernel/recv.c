@@ -10,8 +10,8 @@
 
 /*
  * Take a received packet. skb->data is at the BTH; skb->len runs from the
- * BTH through the ICRC (its last SRX_ICRC_SIZE bytes), which net.c has
- * verified, as it has the UDP length; the skb may be nonlinear. The
+ * BTH through the ICRC (its last SRX_ROCE_ICRC_BYTES bytes), which net.c
+ * has verified, as it has the UDP length; the skb may be nonlinear. The
  * network and transport headers are set (the IP header says v4 or v6 and
  * gives the addresses a GID lookup needs), skb->dev is the netdev it came
  * in on (a VLAN of @sdev's netdev, or loopback for a packet srx sent to

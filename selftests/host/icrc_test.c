@@ -22,8 +22,7 @@
 #include <string.h>
 #include <zlib.h>
 
-typedef uint8_t u8;
-typedef uint32_t u32;
+#include "wire_host.h"		/* for icrc.h's roce_hdr.h */
 
 static u32 crc_table[256];
 
