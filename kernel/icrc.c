@@ -35,7 +35,7 @@ u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
 	if (p != hdr + iplen)
 		memcpy(hdr + iplen, p,
 		       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES);
-	crc = srx_icrc_begin(hdr, ipv6);
+	crc = srx_icrc_begin_copy(hdr, ipv6);
 
 	/*
 	 * Extension headers, payload and pad: block by block. A block may

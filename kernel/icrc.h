@@ -92,18 +92,24 @@ static inline void srx_icrc_mask(unsigned char *hdr, bool ipv6)
 }
 
 /*
- * The CRC register after the masked part: @hdr points at the IP header and
- * holds srx_icrc_masked_len(@ipv6) bytes. Continue with srx_crc32_le() over
- * the rest of the packet up to the ICRC, then srx_icrc_final().
+ * The CRC register after the masked part: @hdr is a copy of it, from the
+ * IP header on, srx_icrc_masked_len(@ipv6) bytes, which this masks in
+ * place. Continue with srx_crc32_le() over the rest of the packet up to
+ * the ICRC, then srx_icrc_final().
  */
+static inline u32 srx_icrc_begin_copy(unsigned char *hdr, bool ipv6)
+{
+	srx_icrc_mask(hdr, ipv6);
+	return srx_crc32_le(SRX_ICRC_SEED, hdr, srx_icrc_masked_len(ipv6));
+}
+
+/* srx_icrc_begin_copy() over the packet's own bytes, left untouched. */
 static inline u32 srx_icrc_begin(const unsigned char *hdr, bool ipv6)
 {
 	unsigned char buf[SRX_ICRC_MASKED_MAX];
-	unsigned int len = srx_icrc_masked_len(ipv6);
 
-	memcpy(buf, hdr, len);
-	srx_icrc_mask(buf, ipv6);
-	return srx_crc32_le(SRX_ICRC_SEED, buf, len);
+	memcpy(buf, hdr, srx_icrc_masked_len(ipv6));
+	return srx_icrc_begin_copy(buf, ipv6);
 }
 
 static inline u32 srx_icrc_final(u32 crc)
