@@ -18,7 +18,8 @@
  *
  * Context: any.
  */
-u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6)
+static u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end,
+			bool ipv6)
 {
 	unsigned int iplen = ipv6 ? SRX_IPV6_HDR_SIZE : SRX_IPV4_HDR_SIZE;
 	unsigned char hdr[SRX_ICRC_MASKED_MAX];

@@ -54,7 +54,6 @@ int srx_net_xmit(struct srx_device *sdev, const struct srx_av *av,
 		 struct sk_buff *skb);
 
 /* icrc.c */
-u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end, bool ipv6);
 bool srx_icrc_verify(const struct sk_buff *skb, bool ipv6);
 void srx_icrc_generate(struct sk_buff *skb, bool ipv6);
 
