@@ -30,12 +30,9 @@ static u32 srx_icrc_skb(const struct sk_buff *skb, unsigned int end,
 	u32 crc;
 
 	memcpy(hdr, skb_network_header(skb), iplen);
-	p = skb_header_pointer(skb, off,
-			       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES,
-			       hdr + iplen);
-	if (p != hdr + iplen)
-		memcpy(hdr + iplen, p,
-		       SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES);
+	/* Inside the skb: the callers have checked its length. */
+	skb_copy_bits(skb, off, hdr + iplen,
+		      SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES);
 	crc = srx_icrc_begin_copy(hdr, ipv6);
 
 	/*
