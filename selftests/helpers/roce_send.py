@@ -28,7 +28,7 @@ import zlib
 PORT = 4791
 
 
-def bth(payload_len, pad):
+def bth(pad):
     # RC SEND_ONLY, PadCnt, P_Key 0xffff, byte 4 (FECN/BECN: masked) 0x80,
     # DestQP 0x000011, AckReq, PSN 0x000001
     return struct.pack("!BBHB3sB3s", 0x04, pad << 4, 0xFFFF, 0x80,
@@ -56,10 +56,9 @@ def icrc(ip_hdr, udp_hdr, rest, ipv6):
 def packet(src, dst, ipv6, kind, payload_len, df=True):
     if kind == "short":
         roce = bytes(10)
-        crc = None
     else:
         pad = (4 - payload_len % 4) % 4
-        roce = bth(payload_len, pad) + bytes(
+        roce = bth(pad) + bytes(
             (i * 7 + 3) & 0xFF for i in range(payload_len)) + bytes(pad)
     udp_len = 8 + len(roce) + (0 if kind == "short" else 4)
     udp = struct.pack("!HHHH", 0xC001, PORT, udp_len, 0)
