@@ -216,11 +216,9 @@ static int srx_mr_map_pages(struct srx_mr *mr, struct ib_umem *umem)
 		if (!(n % 4096))
 			cond_resched();
 	}
-	if (n != want) {
-		kvfree(mr->pages);
-		mr->pages = NULL;
+	/* The caller's unwind (srx_mr_free()) frees the array. */
+	if (n != want)
 		return -EINVAL;
-	}
 	mr->npages = n;
 	return 0;
 }
