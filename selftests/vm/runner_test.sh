@@ -17,7 +17,11 @@
 #                                        /etc private, >= 2 NICs,
 #                                        tools/vm/in-guest
 #   D     insmod srx_warn_test.ko        exit 120 (WARNING)    2
-#   E     echo c >/proc/sysrq-trigger    exit 121 (panic)      3
+#   E     echo c >/proc/sysrq-trigger    exit 121 (panic), no  3
+#                                        second boot
+#   P     true, with an rdinit that does exit 121 after three  3
+#         not exist: the kernel panics   boots, each named
+#         before guest-init starts
 #   T     true, from a copy of the       exit 0 (the checkout  3
 #         runner under /tmp              is not hidden by the
 #                                        guest's /tmp)
@@ -78,7 +82,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..29"
+echo "1..32"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -181,6 +185,10 @@ fi
 # E: a panic ends QEMU (panic=-1, -no-reboot) and is named as such.
 vm_start E --timeout 300 -- sh -c 'echo c >/proc/sysrq-trigger; sleep 100'
 
+# P: a kernel that dies before guest-init starts is booted again (the 6.12
+# int3 flake, Documentation/vm.md), here one that always does: no /init.
+vm_start P --timeout 300 --append rdinit=/srx-vm-no-such-init -- true
+
 # T: a checkout under /tmp, where the guest mounts a fresh tmpfs (a CI that
 # clones into /tmp). The runner alone is the checkout here.
 tmp_top=$(mktemp -d /tmp/srx-runner-test.XXXXXX)
@@ -220,6 +228,14 @@ vm_start K --timeout 300 -- sh -c 'echo "$1" >/dev/kmsg' sh "$kmsg_k"
 vm_start L --timeout 300 -- sh -c '(sleep 0.5; echo "$1" >/dev/kmsg) >/dev/null 2>&1 & exit 0' sh "$kmsg_l"
 
 vm_finish E 121 "a kernel panic makes the run exit 121"
+! grep -q 'booting again' "$work/E.err"
+result $? "a panic after the command started is not booted again"
+vm_finish P 121 "a kernel that always dies while booting makes the run exit 121"
+log_P=$(log_of P)
+[ "$(grep -c 'died while booting, before the command started.*booting again' "$work/P.err")" = 2 ] &&
+	[ -s "${log_P%/*}/boot-1.log" ] && [ -s "${log_P%/*}/boot-2.log" ] &&
+	grep -q 'Kernel panic' "$log_P"
+result $? "it was booted three times, and each boot's log kept"
 vm_finish T 0 "a checkout under /tmp boots and runs"
 rm -rf "$tmp_top"
 
