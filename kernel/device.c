@@ -145,6 +145,37 @@ static enum ib_port_state srx_netdev_port_state(struct net_device *netdev)
 	       IB_PORT_ACTIVE : IB_PORT_DOWN;
 }
 
+/**
+ * srx_active_mtu() - The port's active MTU: the largest IB MTU a packet of
+ * any opcode fits in, with its headers, on the netdev as it is now.
+ * @sdev: the device.
+ *
+ * iboe_get_mtu() (include/rdma/ib_addr.h) takes 96 bytes off the netdev
+ * MTU (GRH 40, UDP 8, BTH 12, XRC ETH 4, AtomicETH 28, ICRC 4): more than
+ * the largest RoCE v2 header of a packet with a payload (IPv6 40, UDP 8,
+ * BTH 12, RETH 16, ImmDt 4, ICRC 4: 84), so every packet of this path MTU
+ * fits. rdma_rxe takes off 80 (rxe_param.h, eth_mtu_int_to_enum()), which
+ * leaves a 1024-byte WRITE with immediate over IPv6 four bytes too large on
+ * a netdev MTU of 1104. rdma_cm uses iboe_get_mtu() for the path MTU of a
+ * RoCE route (cma.c, cma_resolve_iboe_route()), so what it asks of a QP
+ * never exceeds this.
+ *
+ * Below a netdev MTU of 352 nothing fits and iboe_get_mtu() returns 0,
+ * which is no IB MTU: libibverbs would print "invalid MTU" and a QP could
+ * not be given any path_mtu. Report 256 then, as rdma_rxe does (rxe.c,
+ * rxe_set_mtu(): "mtu ? min(mtu, IB_MTU_4096) : IB_MTU_256"); such a packet
+ * exceeds the netdev MTU, and IP drops it as it would rxe's.
+ *
+ * Context: any. The netdev MTU may change right after this reads it.
+ * Return: IB_MTU_256 .. IB_MTU_4096.
+ */
+enum ib_mtu srx_active_mtu(const struct srx_device *sdev)
+{
+	enum ib_mtu mtu = iboe_get_mtu(READ_ONCE(sdev->netdev->mtu));
+
+	return mtu ? mtu : IB_MTU_256;
+}
+
 static int srx_query_port(struct ib_device *ibdev, u32 port,
 			  struct ib_port_attr *attr)
 {
@@ -163,7 +194,7 @@ static int srx_query_port(struct ib_device *ibdev, u32 port,
 	attr->state = sdev->port_state;
 	spin_unlock_irq(&sdev->port_lock);
 
-	attr->active_mtu = iboe_get_mtu(READ_ONCE(netdev->mtu));
+	attr->active_mtu = srx_active_mtu(sdev);
 	if (attr->state == IB_PORT_ACTIVE)
 		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
 	else if (dev_get_flags(netdev) & IFF_UP)

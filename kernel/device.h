@@ -174,6 +174,7 @@ u32 srx_device_max_pd(void);
 u32 srx_device_max_mr(void);
 bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
 			u32 opcode);
+enum ib_mtu srx_active_mtu(const struct srx_device *sdev);
 
 /* stats.c */
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,
