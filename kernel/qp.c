@@ -454,8 +454,16 @@ static int srx_qp_check_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~srx_qp_access_accepted(qp->sdev)))
 		return -EINVAL;
+	/*
+	 * No path MTU above the port's active MTU (srx_active_mtu(), the
+	 * netdev MTU at this moment): its packets would not fit the netdev.
+	 * rdma_rxe 6.1 checks only against max_mtu 4096 (rxe_qp.c,
+	 * rxe_qp_chk_attr()). A netdev MTU lowered later leaves the QP's
+	 * path MTU as it is, as on any RoCE device.
+	 */
 	if ((mask & IB_QP_PATH_MTU) &&
-	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+	    (attr->path_mtu < IB_MTU_256 ||
+	     attr->path_mtu > srx_active_mtu(qp->sdev)))
 		return -EINVAL;
 	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
 		return -EINVAL;
