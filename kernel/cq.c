@@ -22,8 +22,9 @@
  *    the irq_work on the CPU that made the completion (srx_cq_kick()).
  *
  * Why a post never races destroy, and what destroy waits for:
- *  - srx_cq_post() has one caller, the flush of a QP (qp.c), and posts
- *    only to that QP's send or receive CQ. The RDMA core holds the CQ's
+ *  - srx_cq_post() is called by a QP, for that QP's send or receive CQ:
+ *    its flush (qp.c) and its transport engine (comp.c, resp.c, through
+ *    srx_wq_complete()). The RDMA core holds the CQ's
  *    usecnt for every QP that uses it, from the QP's creation until its
  *    destroy_qp has returned, and refuses to destroy a CQ whose usecnt is
  *    raised (EBUSY, before srx is called).
@@ -40,8 +41,9 @@
  *  (srx_cq_kick() runs comp_handler later, from an interrupt): each holds
  *  cq->kicks until it is delivered, and destroy waits for the last of them
  *  and for irq_work to let go of local_work before freeing anything.
- *  The transport will post from softirq (received packets, timers); a QP's
- *  destroy will have to stop those before it returns, which keeps this so.
+ *  The transport engine posts from softirq and from its work items; a
+ *  QP's destroy stops its timers and works and waits for its softirq users
+ *  (its reference count, qp.c) before it returns, which keeps this so.
  */
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
@@ -356,6 +358,24 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		srx_cq_kick(cq);
 	}
 	return lost ? -EOVERFLOW : 0;
+}
+
+/*
+ * The CQ index of the last completion written (its producer index minus
+ * one), for a work request that completes without a CQE of its own: an
+ * unsignaled send's slot is free once that one has been polled (U5).
+ *
+ * Context: any; takes cq->lock with interrupts off.
+ */
+u32 srx_cq_last_idx(struct srx_cq *cq)
+{
+	unsigned long flags;
+	u32 idx;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	idx = cq->prod - 1;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return idx;
 }
 
 static int srx_cq_check_size(int cqe)

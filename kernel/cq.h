@@ -103,5 +103,6 @@ int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int srx_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		unsigned int n, struct ib_qp *qp, u32 *idx);
+u32 srx_cq_last_idx(struct srx_cq *cq);
 
 #endif /* SRX_CQ_H */

@@ -13,6 +13,7 @@
 
 #include "device.h"
 #include "net.h"
+#include "qp.h"
 
 #if BITS_PER_LONG != 64
 #error "srx shares 64-bit words with userspace and needs a 64-bit kernel"
@@ -98,13 +99,25 @@ static struct notifier_block srx_netdev_notifier = {
 	.notifier_call = srx_netdev_event,
 };
 
+/*
+ * The transport engine's work items (qp.h: send_work, resp_work). A work
+ * item never runs concurrently with itself, which with send_lock and
+ * resp_lock keeps one owner per direction of a QP. Unbound: the work is
+ * a QP's, not a CPU's.
+ */
+struct workqueue_struct *srx_wq;
+
 static int __init srx_init(void)
 {
 	int ret;
 
+	srx_wq = alloc_workqueue("srx", WQ_UNBOUND, 0);
+	if (!srx_wq)
+		return -ENOMEM;
+
 	ret = srx_net_init();
 	if (ret)
-		return ret;
+		goto err_wq;
 
 	ret = register_netdevice_notifier(&srx_netdev_notifier);
 	if (ret)
@@ -115,6 +128,8 @@ static int __init srx_init(void)
 
 err_net:
 	srx_net_exit();
+err_wq:
+	destroy_workqueue(srx_wq);
 	return ret;
 }
 
@@ -126,6 +141,8 @@ static void __exit srx_exit(void)
 	unregister_netdevice_notifier(&srx_netdev_notifier);
 	/* Every device has given its tunnel back: see srx_net_init(). */
 	srx_net_exit();
+	/* Every QP is destroyed: its works were cancelled then. */
+	destroy_workqueue(srx_wq);
 }
 
 module_init(srx_init);

@@ -108,7 +108,7 @@ static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 	l->reserved = 0;
 }
 
-static u8 srx_wr_to_wc_opcode(u8 wr_opcode)
+u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 {
 	switch (wr_opcode) {
 	case IB_WR_RDMA_WRITE:
@@ -165,6 +165,8 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 	unsigned long flags;
 	u32 pending, n, i;
 
+	lockdep_assert_held(send ? &qp->send_lock : &qp->resp_lock);
+
 	spin_lock_irqsave(&wq->lock, flags);
 	if (READ_ONCE(qp->state) != IB_QPS_ERR) {
 		n = 0;
@@ -220,21 +222,29 @@ out:
  * lets the scheduler in; a kernel poster, which may be in atomic context,
  * only reopens interrupts, and flushes no more than a ring it filled itself.
  *
- * Context: any; may sleep if @may_sleep.
+ * Each batch holds the queue's owner in the engine (send_lock or
+ * resp_lock), so a flush never completes a WQE the engine is working on.
+ *
+ * Context: process or send_work, bottom halves on; may sleep if
+ * @may_sleep. Kernel posters, which may run with interrupts off, queue
+ * send_work instead (srx_qp_kick()).
  */
 static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send,
 			 bool may_sleep)
 {
 	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
 					     qp->base_qp.recv_cq);
+	spinlock_t *owner = send ? &qp->send_lock : &qp->resp_lock;
 	u32 budget = wq->entries, flushed = 0, n;
 
 	if (may_sleep)
 		might_sleep();
 
 	while (budget) {
+		spin_lock_bh(owner);
 		n = srx_wq_flush_batch(qp, wq, send, cq,
 				       min_t(u32, budget, SRX_FLUSH_BATCH));
+		spin_unlock_bh(owner);
 		flushed += n;
 		budget -= n;
 		if (n < SRX_FLUSH_BATCH)
@@ -247,7 +257,10 @@ static void srx_wq_flush(struct srx_qp *qp, struct srx_wq *wq, bool send,
 		srx_count(qp->sdev, SRX_CNT_WQES_FLUSHED, flushed);
 }
 
-/* Drop every WQE without a completion, as the transition to RESET does. */
+/*
+ * Drop every WQE without a completion, as the transition to RESET does.
+ * Context: the owner of @wq in the engine held (send_lock or resp_lock).
+ */
 static void srx_wq_discard(struct srx_qp *qp, struct srx_wq *wq)
 {
 	unsigned long flags;
@@ -282,7 +295,7 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 	smp_mb();
 }
 
-static void srx_qp_flush(struct srx_qp *qp, bool may_sleep)
+void srx_qp_flush(struct srx_qp *qp, bool may_sleep)
 {
 	srx_wq_flush(qp, &qp->sq, true, may_sleep);
 	srx_wq_flush(qp, &qp->rq, false, may_sleep);
@@ -317,6 +330,115 @@ static int srx_qp_alloc_qpn(struct srx_device *sdev, struct srx_qp *qp,
 		return ret;
 	qp->base_qp.qp_num = qpn;
 	return 0;
+}
+
+
+/*
+ * Look a QP up by number for the receive path, with a reference. The
+ * lookup and the reference are taken under the xarray's lock, as destroy
+ * erases the QP under it: a QP found is one whose initial reference
+ * destroy has not dropped yet, so refcount_inc_not_zero() cannot meet a
+ * QP already freed, and no RCU grace period is needed before the core
+ * frees it once srx_destroy_qp() returns.
+ *
+ * Context: any. Return: the QP, or NULL.
+ */
+struct srx_qp *srx_qp_get(struct srx_device *sdev, u32 qpn)
+{
+	struct srx_qp *qp;
+	unsigned long flags;
+
+	xa_lock_irqsave(&sdev->qp_xa, flags);
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	xa_unlock_irqrestore(&sdev->qp_xa, flags);
+	return qp;
+}
+
+/*
+ * Context: any, an skb destructor included. The put that drops the last
+ * reference wakes destroy, which then frees the QP: nothing here touches
+ * @qp after complete().
+ */
+void srx_qp_put(struct srx_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/*
+ * Queue send_work: run the requester (a kernel poster, a reopened window,
+ * a timer's decision), or flush a QP in error. Callers inside the engine
+ * hold send_lock or resp_lock, under which dead is read: destroy sets it
+ * under both before it cancels the work, so nothing queues it after.
+ * Kernel posters call it without either: a kernel consumer that posts to
+ * a QP while destroying it uses the QP after it is freed anyway.
+ *
+ * Context: any, hard interrupts off included.
+ */
+void srx_qp_kick(struct srx_qp *qp)
+{
+	if (!READ_ONCE(qp->dead))
+		queue_work(srx_wq, &qp->send_work);
+}
+
+/*
+ * The engine found an error that ends the QP (IBTA 1.4 section 10.3.1:
+ * a completion in error moves it to the error state): publish ERR, and
+ * let send_work flush both queues in batches, each under its owner lock.
+ * The WQE in error has already been completed with its status.
+ *
+ * Context: any, with send_lock or resp_lock held.
+ */
+void srx_qp_set_error(struct srx_qp *qp)
+{
+	unsigned long flags;
+	bool changed = false;
+
+	spin_lock_irqsave(&qp->state_lock, flags);
+	if (qp->state != IB_QPS_ERR && qp->state != IB_QPS_RESET) {
+		srx_qp_publish_state(qp, IB_QPS_ERR);
+		changed = true;
+	}
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+	if (changed)
+		srx_qp_kick(qp);
+}
+
+/*
+ * Complete the oldest taken WQE of the send (@send) or receive queue with
+ * @cqe, or silently (@cqe NULL: an unsignaled send): K5, its slot's
+ * cqe_idx then done. A silent completion's slot names the last CQE
+ * written before it, so it is free once everything completed before it
+ * has been polled. A CQ overrun puts the QP in error, as srx_cq_post()
+ * asks.
+ *
+ * Context: any; the queue's owner lock held (send_lock or resp_lock).
+ */
+void srx_wq_complete(struct srx_qp *qp, bool send, const struct srx_cqe *cqe)
+{
+	struct srx_wq *wq = send ? &qp->sq : &qp->rq;
+	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
+					     qp->base_qp.recv_cq);
+	unsigned long flags;
+	bool overrun = false;
+	u32 idx;
+
+	lockdep_assert_held(send ? &qp->send_lock : &qp->resp_lock);
+
+	spin_lock_irqsave(&wq->lock, flags);
+	if (cqe)
+		overrun = srx_cq_post(cq, cqe, 1, &qp->base_qp, &idx) != 0;
+	else
+		idx = srx_cq_last_idx(cq);
+	WRITE_ONCE(wq->cqe_idx[wq->kdone & (wq->entries - 1)], idx);
+	wq->kdone++;
+	smp_store_release(&wq->ctrl->done, wq->kdone);	/* K5 */
+	spin_unlock_irqrestore(&wq->lock, flags);
+
+	if (overrun)
+		srx_qp_set_error(qp);
 }
 
 int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -365,6 +487,14 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sq_sig_type = init->sq_sig_type;
 	mutex_init(&qp->state_mutex);
 	spin_lock_init(&qp->state_lock);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	spin_lock_init(&qp->send_lock);
+	spin_lock_init(&qp->resp_lock);
+	INIT_WORK(&qp->send_work, srx_send_work);
+	INIT_WORK(&qp->resp_work, srx_resp_work);
+	timer_setup(&qp->retrans_timer, srx_retrans_timer, 0);
+	timer_setup(&qp->rnr_timer, srx_rnr_timer, 0);
 
 	ret = srx_wq_alloc(&qp->sq, qp, ibuctx, init->qp_type,
 			   init->cap.max_send_wr, init->cap.max_send_sge,
@@ -401,7 +531,10 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_free_qpn:
+	/* A packet may have found it meanwhile: wait for its reference. */
 	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
+	srx_qp_put(qp);
+	wait_for_completion(&qp->released);
 err_free_rq:
 	srx_wq_free(&qp->rq);
 err_free_sq:
@@ -411,12 +544,40 @@ err_count:
 	return ret;
 }
 
+/*
+ * Destroy: stop, drain, free (../shared/ROCE.md, rxe's record). After the
+ * erase no packet finds the QP; dead, set under both engine locks, keeps
+ * every path inside the engine from queueing work or arming a timer, so
+ * the synchronous shutdowns leave nothing running or pending. Then the
+ * initial reference goes and destroy waits for the others: packets still
+ * being processed in softirq (recv.c) and skbs in flight, whose
+ * destructors drop theirs. Only then are the rings and the responder
+ * resources freed. rmmod cannot overtake an skb destructor: the device's
+ * dealloc follows every QP's destroy.
+ *
+ * Context: process; sleeps.
+ */
 int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srx_qp *qp = to_srx_qp(ibqp);
 	struct srx_device *sdev = qp->sdev;
 
 	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
+
+	spin_lock_bh(&qp->send_lock);
+	spin_lock(&qp->resp_lock);
+	WRITE_ONCE(qp->dead, true);
+	spin_unlock(&qp->resp_lock);
+	spin_unlock_bh(&qp->send_lock);
+	timer_shutdown_sync(&qp->retrans_timer);
+	timer_shutdown_sync(&qp->rnr_timer);
+	cancel_work_sync(&qp->send_work);
+	cancel_work_sync(&qp->resp_work);
+
+	srx_qp_put(qp);
+	wait_for_completion(&qp->released);
+
+	kfree(qp->resp.res);
 	srx_wq_free(&qp->rq);
 	srx_wq_free(&qp->sq);
 	mutex_destroy(&qp->state_mutex);
@@ -538,11 +699,102 @@ static void srx_qp_store_attr(struct srx_qp *qp, const struct ib_qp_attr *attr,
 	}
 }
 
+/* The local ACK timeout, 4.096 us * 2^timeout ([IBTA] 9.7.6.1.3); 0: none. */
+static u32 srx_timeout_jiffies(u8 timeout)
+{
+	if (!timeout)
+		return 0;
+	return max_t(unsigned long, 1, nsecs_to_jiffies(4096ULL << timeout));
+}
+
+/*
+ * Hand the engine what it reads of the attributes, under both of its
+ * locks: the address, the path MTU, the retry limits, and the sequence
+ * numbers when the QP enters RTR (the responder's) or RTS (the
+ * requester's). @res, if not NULL, replaces the responder resources.
+ */
+static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
+			       struct srx_res *res, u32 res_n,
+			       enum ib_qp_state cur, enum ib_qp_state next)
+{
+	const struct ib_qp_attr *a = &qp->attr;
+	struct srx_req *req = &qp->req;
+	struct srx_resp *resp = &qp->resp;
+
+	lockdep_assert_held(&qp->state_mutex);
+
+	spin_lock_bh(&qp->send_lock);
+	spin_lock(&qp->resp_lock);
+	if (av)
+		qp->av = *av;
+	qp->dqpn = a->dest_qp_num;
+	req->retry_cnt = a->retry_cnt;
+	req->rnr_retry = a->rnr_retry;
+	req->max_rd_atomic = max_t(u8, a->max_rd_atomic, 1);
+	resp->access = a->qp_access_flags;
+	req->mtu = a->path_mtu ? ib_mtu_enum_to_int(a->path_mtu) : 256;
+	resp->mtu = req->mtu;
+	req->timeout_jiffies = srx_timeout_jiffies(a->timeout);
+	resp->min_rnr_timer = a->min_rnr_timer;
+	if (res) {
+		swap(resp->res, res);
+		resp->res_n = res_n;
+		resp->res_head = 0;
+		resp->rd_next = 0;
+	}
+	if (next == IB_QPS_RTR && cur != IB_QPS_RTR) {
+		resp->epsn = a->rq_psn;
+		resp->msn = 0;
+		resp->nak_sent = false;
+		resp->cur_op = 0;
+		resp->have_rwqe = false;
+		resp->offset = 0;
+	}
+	if (next == IB_QPS_RTS && cur != IB_QPS_RTS) {
+		memset(req, 0, offsetof(struct srx_req, mtu));
+		req->psn = a->sq_psn;
+		req->psn_max = a->sq_psn;
+		req->una = a->sq_psn;
+		req->cur = qp->sq.kdone;
+		req->retry_left = a->retry_cnt;
+		req->rnr_left = a->rnr_retry;
+	}
+	spin_unlock(&qp->resp_lock);
+	spin_unlock_bh(&qp->send_lock);
+	kfree(res);	/* the old array, if replaced */
+}
+
+/* RESET: both queues dropped, the engine's state with them. */
+static void srx_qp_engine_reset(struct srx_qp *qp)
+{
+	spin_lock_bh(&qp->send_lock);
+	del_timer(&qp->retrans_timer);
+	del_timer(&qp->rnr_timer);
+	srx_wq_discard(qp, &qp->sq);
+	memset(&qp->req, 0, offsetof(struct srx_req, mtu));
+	spin_unlock_bh(&qp->send_lock);
+
+	spin_lock_bh(&qp->resp_lock);
+	srx_wq_discard(qp, &qp->rq);
+	qp->resp.cur_op = 0;
+	qp->resp.have_rwqe = false;
+	qp->resp.offset = 0;
+	qp->resp.res_head = 0;
+	qp->resp.rd_next = 0;
+	if (qp->resp.res)
+		memset(qp->resp.res, 0, qp->resp.res_n * sizeof(*qp->resp.res));
+	spin_unlock_bh(&qp->resp_lock);
+}
+
 int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
 	struct srx_qp *qp = to_srx_qp(ibqp);
 	enum ib_qp_state cur, next;
+	struct srx_res *res = NULL;
+	struct srx_av av, *avp = NULL;
+	u32 res_n = 0;
+	unsigned long flags;
 	int ret;
 
 	ret = srx_udata_cmd(udata, NULL, 0);
@@ -576,17 +828,59 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	ret = srx_qp_check_attr(qp, attr, mask);
 	if (ret)
 		goto out;
+	/*
+	 * The engine's copy of the address, made while the core's GID
+	 * attribute is at hand (srx_qp_store_attr() keeps no pointer to it).
+	 */
+	if ((mask & IB_QP_AV) && (ibqp->qp_type == IB_QPT_RC ||
+				  ibqp->qp_type == IB_QPT_UC)) {
+		ret = srx_av_init(&av, &attr->ah_attr, ibqp->qp_num,
+				  (mask & IB_QP_DEST_QPN) ? attr->dest_qp_num :
+							    qp->attr.dest_qp_num);
+		if (ret) {
+			ret = -EINVAL;
+			goto out;
+		}
+		avp = &av;
+	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		res_n = max_t(u32, attr->max_dest_rd_atomic, 1);
+		res = kcalloc(res_n, sizeof(*res), GFP_KERNEL);
+		if (!res) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+
+	/*
+	 * The engine may have moved the QP to the error state since cur
+	 * was read; a transition checked from the old state is refused
+	 * rather than let it leave the error state unflushed.
+	 */
+	if (mask & IB_QP_STATE) {
+		spin_lock_irqsave(&qp->state_lock, flags);
+		if (qp->state != cur)
+			ret = -EINVAL;
+		spin_unlock_irqrestore(&qp->state_lock, flags);
+		if (ret) {
+			kfree(res);
+			goto out;
+		}
+	}
 
 	srx_qp_store_attr(qp, attr, mask);
+	srx_qp_engine_attr(qp, avp, res, res_n, cur, next);
 
 	if (mask & IB_QP_STATE) {
 		spin_lock_irq(&qp->state_lock);
+		if (next != IB_QPS_ERR && qp->state == IB_QPS_ERR &&
+		    cur != IB_QPS_ERR)
+			next = IB_QPS_ERR;	/* the engine's error won */
 		srx_qp_publish_state(qp, next);
 		spin_unlock_irq(&qp->state_lock);
 
 		if (next == IB_QPS_RESET) {
-			srx_wq_discard(qp, &qp->sq);
-			srx_wq_discard(qp, &qp->rq);
+			srx_qp_engine_reset(qp);
 		} else if (next == IB_QPS_ERR) {
 			srx_qp_flush(qp, true);
 		}
@@ -645,10 +939,24 @@ static void srx_qp_flush_if_error(struct srx_qp *qp, bool may_sleep)
  */
 static int srx_qp_doorbell(struct srx_qp *qp, const void *wr)
 {
+	bool more;
+
 	if (wr)
 		return -EINVAL;
 	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
 	srx_qp_flush_if_error(qp, true);
+	if (qp->base_qp.qp_type != IB_QPT_RC)
+		return 0;
+	/*
+	 * Run the requester here for a few packets: a ping-pong's message
+	 * leaves within the system call that posted it. The rest is
+	 * send_work's, so a long message does not hold the caller.
+	 */
+	spin_lock_bh(&qp->send_lock);
+	more = srx_req_run(qp, SRX_DOORBELL_BUDGET);
+	if (more)
+		srx_qp_kick(qp);
+	spin_unlock_bh(&qp->send_lock);
 	return 0;
 }
 
@@ -749,6 +1057,28 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 	return 0;
 }
 
+/*
+ * After a kernel poster published WQEs: a QP in error completes them as
+ * flushed, before the post returns where the context allows the engine's
+ * locks (bottom halves may be disabled, interrupts must not be: a kernel
+ * consumer may post from its completion handler, with interrupts off, or
+ * from a CQ event handler inside the engine); otherwise send_work does it
+ * soon after. The barrier is the poster's half of the doorbell contract
+ * (srx-abi.h): producer index before the state load.
+ * Return: true if the QP is in error (flushed or queued to be).
+ */
+static bool srx_kernel_post_flush(struct srx_qp *qp)
+{
+	smp_mb();
+	if (READ_ONCE(qp->state) != IB_QPS_ERR)
+		return false;
+	if (!irqs_disabled() && !in_hardirq())
+		srx_qp_flush(qp, false);
+	else
+		srx_qp_kick(qp);
+	return true;
+}
+
 int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		  const struct ib_send_wr **bad_wr)
 {
@@ -780,7 +1110,9 @@ int srx_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	smp_store_release(&qp->sq.ctrl->prod, qp->sq.kprod);
 	spin_unlock_irqrestore(&qp->sq.lock, flags);
 
-	srx_qp_flush_if_error(qp, false);
+	/* The requester runs in send_work; an error flush here if it can. */
+	if (!srx_kernel_post_flush(qp))
+		srx_qp_kick(qp);
 	return ret;
 }
 
@@ -829,6 +1161,7 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	smp_store_release(&wq->ctrl->prod, wq->kprod);
 	spin_unlock_irqrestore(&wq->lock, flags);
 
-	srx_qp_flush_if_error(qp, false);
+	/* The responder takes receive WQEs when it needs one. */
+	srx_kernel_post_flush(qp);
 	return ret;
 }

@@ -2,12 +2,18 @@
 #ifndef SRX_QP_H
 #define SRX_QP_H
 
+#include <linux/completion.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
 #include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 #include <rdma/srx-abi.h>
 
+#include "engine.h"
+#include "net.h"
 #include "wqe.h"
 
 struct srx_device;
@@ -71,6 +77,36 @@ struct srx_qp {
 
 	struct srx_wq sq;
 	struct srx_wq rq;
+
+	/*
+	 * Lifetime. One reference for the QP's existence, dropped by
+	 * destroy; one per lookup from the receive path (recv.c) for the
+	 * length of a packet's processing; one per skb the engine sent, held
+	 * until its destructor runs. The put that drops the last completes
+	 * released, which destroy waits for before it frees anything.
+	 */
+	refcount_t ref;
+	struct completion released;
+
+	/*
+	 * The send direction: send_lock (bottom halves off) protects req,
+	 * the engine's part of the send entries, the SQ's kdone (with
+	 * sq.lock), av and dead; the timers and send_work run under it.
+	 * The receive direction: resp_lock protects resp, the RQ's kdone
+	 * (with rq.lock), and dead too. dead is set under both, so a holder
+	 * of either sees it: nothing queues work or arms a timer after.
+	 */
+	spinlock_t send_lock;
+	spinlock_t resp_lock;
+	bool dead;
+	struct srx_av av;		/* both locks to write, either to read */
+	u32 dqpn;			/* the peer's QPN, as av */
+	struct srx_req req;
+	struct srx_resp resp;
+	struct work_struct send_work;
+	struct work_struct resp_work;
+	struct timer_list retrans_timer;
+	struct timer_list rnr_timer;
 };
 
 static inline struct srx_qp *to_srx_qp(struct ib_qp *ibqp)
@@ -98,6 +134,18 @@ static inline u32 srx_wq_prod(struct srx_qp *qp, struct srx_wq *wq)
 }
 
 /* qp.c */
+extern struct workqueue_struct *srx_wq;
+struct srx_qp *srx_qp_get(struct srx_device *sdev, u32 qpn);
+void srx_qp_put(struct srx_qp *qp);
+void srx_qp_kick(struct srx_qp *qp);
+void srx_qp_set_error(struct srx_qp *qp);
+void srx_wq_complete(struct srx_qp *qp, bool send,
+		     const struct srx_cqe *cqe);
+u8 srx_wr_to_wc_opcode(u8 wr_opcode);
+void srx_qp_flush(struct srx_qp *qp, bool may_sleep);
+
+/* req.c */
+void srx_send_work(struct work_struct *w);
 int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata);
 int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

@@ -1,12 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Where a received RoCE v2 packet leaves the network layer (net.c) for the
- * transport engine.
+ * transport engine: parse it once with the wire layer's pure parser, find
+ * its QP with a reference, and hand a request to the QP's responder
+ * (resp.c) and a response or an ACK to its completer (comp.c). Every
+ * packet that goes no further is counted, never logged: a peer (or anyone
+ * who can reach UDP 4791) decides how many there are.
  */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/skbuff.h>
 
 #include "device.h"
+#include "engine.h"
 #include "net.h"
+#include "qp.h"
+
+/*
+ * Whether @skb comes from the address @qp is connected to: an RC QP takes
+ * packets from its peer only ([IBTA] 9.6.1.5, the source of a connected
+ * QP's packets; rxe_recv.c's check_addr() compares the GIDs likewise).
+ *
+ * Context: the receive softirq; send_lock or resp_lock held (av).
+ */
+bool srx_pkt_from_peer(const struct srx_qp *qp, const struct sk_buff *skb)
+{
+	const struct srx_av *av = &qp->av;
+
+	if (ip_hdr(skb)->version == 4)
+		return av->ipv4 &&
+		       !memcmp(&ip_hdr(skb)->saddr, av->dgid.raw + 12, 4);
+	return !av->ipv4 &&
+	       !memcmp(&ipv6_hdr(skb)->saddr, av->dgid.raw, 16);
+}
 
 /*
  * Take a received packet. skb->data is at the BTH; skb->len runs from the
@@ -17,6 +43,10 @@
  * in on (a VLAN of @sdev's netdev, or loopback for a packet srx sent to
  * itself). The BTH and everything after it are unchecked.
  *
+ * The packet is made linear (one copy at most, as rxe does) so that the
+ * parser and the engine read one buffer: the parser checks the headers
+ * against its length before anything reads a field.
+ *
  * @sdev is held by the caller for the duration of the call only: whatever
  * outlives it (a queued skb, deferred work) must take its own references.
  * The skb is this function's: it frees or keeps it.
@@ -25,12 +55,39 @@
  */
 void srx_rcv(struct srx_device *sdev, struct sk_buff *skb)
 {
+	struct srx_roce_pkt pkt;
+	struct srx_qp *qp;
+
 	srx_count(sdev, SRX_CNT_RCVD_PKTS, 1);
 	srx_count(sdev, SRX_CNT_RCVD_BYTES, skb->len);
-	/*
-	 * The transport dispatch goes here: parse the BTH (roce_hdr.h), look
-	 * up the destination QP with a reference, and run the responder or
-	 * the completer. Until then every packet ends here.
-	 */
-	consume_skb(skb);
+
+	if (skb_linearize(skb))
+		goto drop;
+	if (srx_roce_parse(skb->data, skb->len, &pkt)) {
+		srx_count(sdev, SRX_CNT_RCVD_MALFORMED, 1);
+		kfree_skb(skb);
+		return;
+	}
+	/* UC and UD are not carried yet. */
+	if (pkt.op->qpt != SRX_ROCE_QPT_RC)
+		goto drop;
+
+	qp = srx_qp_get(sdev, pkt.qpn);
+	if (!qp)
+		goto drop;
+	if (qp->base_qp.qp_type != IB_QPT_RC) {
+		srx_qp_put(qp);
+		goto drop;
+	}
+	/* The handlers check the state and the source under their lock. */
+	if (pkt.op->flags & SRX_ROCE_F_REQ)
+		srx_resp_rcv(qp, &pkt, skb);
+	else
+		srx_comp_rcv(qp, &pkt, skb);
+	srx_qp_put(qp);
+	return;
+
+drop:
+	srx_count(sdev, SRX_CNT_RCVD_DROPPED, 1);
+	kfree_skb(skb);
 }
