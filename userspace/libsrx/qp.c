@@ -4,10 +4,12 @@
  * work requests straight into the mapped send and receive rings.
  *
  * Posting is not on the lock-free list: each queue has a spinlock for its
- * posters, as in every rdma-core provider. A post makes no system call,
- * except the doorbell when the kernel has put the QP in the error state:
- * then the kernel must see the new WQEs to complete them as flushed, and a
- * doorbell that fails fails the post.
+ * posters, as in every rdma-core provider. A receive makes no system call,
+ * a send on an RC QP rings the doorbell (a write() POST_SEND without work
+ * requests), in which the kernel's requester runs; other sends make none.
+ * Any post rings when the kernel has put the QP in the error state: then
+ * the kernel must see the new WQEs to complete them as flushed. A doorbell
+ * that fails fails the post.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -380,6 +382,13 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *first,
 	}
 	end = wq->head;
 	doorbell = srx_wq_publish(wq, start);
+	/*
+	 * An RC QP's requester runs in the kernel: the doorbell hands it
+	 * what was posted (the kernel sends the first packets inside the
+	 * call). Every post rings for now.
+	 */
+	if (end != start && ibqp->qp_type == IBV_QPT_RC)
+		doorbell = true;
 	pthread_spin_unlock(&wq->lock);
 
 	if (doorbell) {
