@@ -1,14 +1,362 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The completer of the RC transport: what comes back for a QP's requests
- * (ACKs, NAKs, READ responses, ATOMIC ACKs), and the retransmit and RNR
- * timers. Not yet: a response is counted and dropped.
+ * (ACKs, NAKs, READ responses, ATOMIC ACKs), the retransmit and RNR
+ * timers, and completing send WQEs, strictly in order, into the send CQ.
+ *
+ * It runs under qp->send_lock, as the requester does: in the receive
+ * softirq for a response (it does not transmit bulk data there: when an
+ * ACK lifts a stop of the requester it queues send_work), in the
+ * requester's run for the decisions the timers left (a timeout, a
+ * go-back-N restart), and in the timers themselves, which only record
+ * what happened and queue send_work: a timer never transmits.
+ *
+ * PSN bookkeeping (struct srx_req): everything before una is
+ * acknowledged; [una, psn_max) is outstanding; each WQE taken and sent
+ * has its [first_psn, last_psn]. An ACK for PSN p acknowledges every PSN
+ * up to p (coalesced ACKs, [IBTA] 9.7.5.1.1); a READ response or an
+ * ATOMIC ACK for p acknowledges every PSN before p.
  */
 #include <linux/skbuff.h>
 
+#include "cq.h"
 #include "device.h"
 #include "engine.h"
+#include "mr.h"
 #include "qp.h"
+#include "take.h"
+
+static bool srx_swqe_rd_atomic(const struct srx_swqe *e)
+{
+	return e->opcode == IB_WR_RDMA_READ ||
+	       e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * Complete, in order, the WQEs at the head of the send queue that are
+ * done or failed. A success completes silently unless it is signaled
+ * (IBTA 1.4 section 10.8.6); a failure always completes, then the QP goes
+ * to the error state and the WQEs after it are flushed (send_work).
+ *
+ * Context: send_lock held.
+ */
+void srx_comp_retire(struct srx_qp *qp)
+{
+	struct srx_wq *sq = &qp->sq;
+	struct srx_cqe cqe;
+	struct srx_swqe *e;
+	u32 n;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	for (n = 0; n < sq->entries && sq->kdone != sq->kcons; n++) {
+		e = srx_sq_entry(sq, sq->kdone);
+		if (e->eng.state != SRX_SWQE_DONE &&
+		    e->eng.state != SRX_SWQE_ERROR)
+			break;
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.wr_id = e->wr_id;
+		cqe.opcode = srx_wr_to_wc_opcode(e->opcode);
+		cqe.qp_num = qp->base_qp.qp_num;
+		cqe.byte_len = e->length;
+		if (e->eng.state == SRX_SWQE_ERROR) {
+			cqe.status = e->eng.flags;
+			srx_wq_complete(qp, true, &cqe);
+			del_timer(&qp->retrans_timer);
+			del_timer(&qp->rnr_timer);
+			srx_qp_set_error(qp);
+			break;
+		}
+		if ((e->send_flags & SRX_SEND_SIGNALED) ||
+		    qp->sq_sig_type == IB_SIGNAL_ALL_WR)
+			srx_wq_complete(qp, true, &cqe);
+		else
+			srx_wq_complete(qp, true, NULL);
+	}
+	/* The requester never points below the oldest WQE left. */
+	if ((s32)(qp->req.cur - sq->kdone) < 0)
+		qp->req.cur = sq->kdone;
+}
+
+/*
+ * Fail the oldest outstanding WQE with @status (a NAK, retries or RNR
+ * retries exhausted): it completes with it and the QP goes to error.
+ * Context: send_lock held.
+ */
+void srx_comp_error(struct srx_qp *qp, u8 status)
+{
+	struct srx_wq *sq = &qp->sq;
+	struct srx_swqe *e;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	if (sq->kdone == sq->kcons)
+		return;
+	e = srx_sq_entry(sq, sq->kdone);
+	e->eng.state = SRX_SWQE_ERROR;
+	e->eng.flags = status;
+	srx_comp_retire(qp);
+}
+
+/*
+ * Restart sending from the oldest unacknowledged PSN (go-back-N): the
+ * packets are rebuilt from the WQEs, which keep their PSNs, so a resent
+ * packet is the same as the first (a READ is re-requested from una, for
+ * the part of it not yet received).
+ * Context: send_lock held.
+ */
+void srx_comp_go_back(struct srx_qp *qp)
+{
+	struct srx_req *req = &qp->req;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	req->go_back = false;
+	req->psn = req->una;
+	req->cur = qp->sq.kdone;
+	req->rd_atomic = 0;
+	req->since_ackreq = 0;
+}
+
+/*
+ * (Re)arm the retransmit timer while PSNs are outstanding, stop it when
+ * none is: on @restart (progress) from now, else only if not running.
+ * Context: send_lock held.
+ */
+void srx_comp_arm_retrans(struct srx_qp *qp, bool restart)
+{
+	struct srx_req *req = &qp->req;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	if (req->una == req->psn_max || !req->timeout_jiffies || qp->dead) {
+		del_timer(&qp->retrans_timer);
+		return;
+	}
+	if (restart || !timer_pending(&qp->retrans_timer))
+		mod_timer(&qp->retrans_timer, jiffies + req->timeout_jiffies);
+}
+
+/*
+ * A retry the protocol asks for (a timeout, a sequence NAK): one of
+ * retry_cnt, then go back; none left, RETRY_EXC_ERR.
+ */
+static void srx_comp_retry(struct srx_qp *qp)
+{
+	struct srx_req *req = &qp->req;
+
+	if (!req->retry_left) {
+		srx_count(qp->sdev, SRX_CNT_RETRY_EXC, 1);
+		srx_comp_error(qp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	req->retry_left--;
+	srx_count(qp->sdev, SRX_CNT_RETRANSMITS, 1);
+	req->go_back = true;
+}
+
+/*
+ * The retransmit timer fired (recorded by srx_retrans_timer()): retry, or
+ * fail, if PSNs are still outstanding.
+ * Context: send_lock held; the requester's run.
+ */
+void srx_comp_timeout(struct srx_qp *qp)
+{
+	struct srx_req *req = &qp->req;
+
+	req->timed_out = false;
+	if (req->una == req->psn_max || req->rnr_wait)
+		return;
+	srx_comp_retry(qp);
+	srx_comp_arm_retrans(qp, true);
+}
+
+/*
+ * Everything up to and including @psn reached the responder: mark the
+ * SEND and WRITE WQEs it covers done. A READ or ATOMIC is done only by
+ * its response; an ACK past all of it means that response was lost, and
+ * the requester goes back for it. Return: true if una moved.
+ */
+static bool srx_comp_ack(struct srx_qp *qp, u32 psn)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_wq *sq = &qp->sq;
+	bool progress = false;
+	struct srx_swqe *e;
+	u32 i, n;
+
+	if (srx_psn_before(psn, req->una) || !srx_psn_before(psn, req->psn_max))
+		return false;
+	for (i = sq->kdone, n = 0; i != sq->kcons && n < sq->entries;
+	     i++, n++) {
+		e = srx_sq_entry(sq, i);
+		if (e->eng.state != SRX_SWQE_SENT ||
+		    srx_psn_after(e->eng.first_psn, psn))
+			break;
+		if (srx_swqe_rd_atomic(e)) {
+			if (!srx_psn_before(psn, e->eng.last_psn))
+				req->go_back = true;
+			break;
+		}
+		if (srx_psn_before(psn, e->eng.last_psn)) {
+			req->una = srx_psn_add(psn, 1);
+			progress = true;
+			break;
+		}
+		e->eng.state = SRX_SWQE_DONE;
+		req->una = srx_psn_add(e->eng.last_psn, 1);
+		progress = true;
+	}
+	return progress;
+}
+
+/* The WQE a response at @psn answers: the oldest, if it is waiting for it. */
+static struct srx_swqe *srx_comp_rd_wqe(struct srx_qp *qp, u32 psn)
+{
+	struct srx_wq *sq = &qp->sq;
+	struct srx_swqe *e;
+
+	if (sq->kdone == sq->kcons || psn != qp->req.una)
+		return NULL;
+	e = srx_sq_entry(sq, sq->kdone);
+	if (e->eng.state != SRX_SWQE_SENT || !srx_swqe_rd_atomic(e) ||
+	    !srx_psn_in_window(psn, e->eng.first_psn,
+			       srx_psn_diff(e->eng.last_psn,
+					    e->eng.first_psn) + 1))
+		return NULL;
+	return e;
+}
+
+/* A READ response at una: scatter it into the WQE's buffers. */
+static bool srx_comp_read_resp(struct srx_qp *qp,
+			       const struct srx_roce_pkt *pkt,
+			       const u8 *payload)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_swqe *e = srx_comp_rd_wqe(qp, pkt->psn);
+	u32 idx, want;
+	enum srx_acc acc;
+	u64 off;
+
+	if (!e || e->opcode != IB_WR_RDMA_READ) {
+		/*
+		 * Ahead of una: one before it was lost; ask again, once per
+		 * una: the rest of the old stream is still arriving, and
+		 * asking at each of its packets would restart it each time.
+		 */
+		if (srx_psn_after(pkt->psn, req->una) &&
+		    !(req->asked_again && req->asked_psn == req->una)) {
+			req->asked_again = true;
+			req->asked_psn = req->una;
+			req->go_back = true;
+		}
+		return false;
+	}
+	idx = srx_psn_diff(pkt->psn, e->eng.first_psn);
+	off = (u64)idx * req->mtu;
+	want = min_t(u64, req->mtu, e->length - off);
+	/* Its place and length must be the ones the request asked for. */
+	if (!!(pkt->op->flags & SRX_ROCE_F_FIRST) != (idx == 0) ||
+	    !!(pkt->op->flags & SRX_ROCE_F_LAST) !=
+	    (pkt->psn == e->eng.last_psn) || pkt->payload_len != want) {
+		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		return false;
+	}
+	if (want) {
+		acc = srx_sge_copy(qp->sdev, qp->base_qp.pd,
+				   IB_ACCESS_LOCAL_WRITE, e->sge, e->num_sge,
+				   off, (void *)payload, want, SRX_TO_MR);
+		if (acc != SRX_ACC_OK) {
+			srx_comp_error(qp, acc == SRX_ACC_LENGTH ?
+				       IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR);
+			return false;
+		}
+	}
+	req->una = srx_psn_add(pkt->psn, 1);
+	if (pkt->psn == e->eng.last_psn) {
+		e->eng.state = SRX_SWQE_DONE;
+		/* 0 if a go-back recounts it and its resend is not out yet */
+		if (req->rd_atomic)
+			req->rd_atomic--;
+	}
+	return true;
+}
+
+/* An ATOMIC ACK at una: the original value goes to the WQE's buffer. */
+static bool srx_comp_atomic_ack(struct srx_qp *qp,
+				const struct srx_roce_pkt *pkt,
+				const u8 *buf)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_swqe *e = srx_comp_rd_wqe(qp, pkt->psn);
+	const struct srx_atmack *ack;
+	enum srx_acc acc;
+	u64 orig;
+
+	if (!e || e->opcode == IB_WR_RDMA_READ)
+		return false;
+	ack = srx_roce_pkt_hdr(pkt, buf, SRX_ROCE_ATMACK);
+	orig = srx_atmack_orig(ack);
+	acc = srx_sge_copy(qp->sdev, qp->base_qp.pd, IB_ACCESS_LOCAL_WRITE,
+			   e->sge, e->num_sge, 0, &orig, sizeof(orig),
+			   SRX_TO_MR);
+	if (acc != SRX_ACC_OK) {
+		srx_comp_error(qp, acc == SRX_ACC_LENGTH ?
+			       IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR);
+		return false;
+	}
+	req->una = srx_psn_add(pkt->psn, 1);
+	e->eng.state = SRX_SWQE_DONE;
+	if (req->rd_atomic)
+		req->rd_atomic--;
+	return true;
+}
+
+/* An RNR NAK for una: wait the time it names, then resend from una. */
+static void srx_comp_rnr(struct srx_qp *qp, u8 code)
+{
+	struct srx_req *req = &qp->req;
+	unsigned long usec = srx_rnr_timer_usec[code & 0x1f];
+
+	srx_count(qp->sdev, SRX_CNT_RCVD_RNR_NAK, 1);
+	if (req->rnr_retry != 7) {	/* 7: retry for ever (IBTA 9.7.5.2.8) */
+		if (!req->rnr_left) {
+			srx_count(qp->sdev, SRX_CNT_RNR_RETRY_EXC, 1);
+			srx_comp_error(qp, IB_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		req->rnr_left--;
+	}
+	req->rnr_wait = true;
+	del_timer(&qp->retrans_timer);
+	if (!qp->dead)
+		mod_timer(&qp->rnr_timer,
+			  jiffies + max_t(unsigned long, 1,
+					  usecs_to_jiffies(usec)));
+}
+
+static void srx_comp_nak(struct srx_qp *qp, u8 code)
+{
+	switch (code) {
+	case SRX_AETH_NAK_PSN_SEQ:
+		srx_count(qp->sdev, SRX_CNT_RCVD_SEQ_NAK, 1);
+		srx_comp_retry(qp);
+		break;
+	case SRX_AETH_NAK_INV_REQ:
+		srx_count(qp->sdev, SRX_CNT_RCVD_NAK, 1);
+		srx_comp_error(qp, IB_WC_REM_INV_REQ_ERR);
+		break;
+	case SRX_AETH_NAK_REM_ACCESS:
+		srx_count(qp->sdev, SRX_CNT_RCVD_NAK, 1);
+		srx_comp_error(qp, IB_WC_REM_ACCESS_ERR);
+		break;
+	default:
+		srx_count(qp->sdev, SRX_CNT_RCVD_NAK, 1);
+		srx_comp_error(qp, IB_WC_REM_OP_ERR);
+		break;
+	}
+}
 
 /**
  * srx_comp_rcv - a response to one of @qp's requests arrived
@@ -21,16 +369,90 @@
 void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		  struct sk_buff *skb)
 {
+	struct srx_req *req = &qp->req;
+	const struct srx_aeth *aeth;
+	bool progress = false;
+	u8 type;
+
 	spin_lock_bh(&qp->send_lock);
-	srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+	    !srx_pkt_from_peer(qp, skb)) {
+		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		goto out;
+	}
+	aeth = srx_roce_pkt_hdr(pkt, skb->data, SRX_ROCE_AETH);
+
+	/* Whatever else it is, it acknowledges every PSN before it. */
+	progress = srx_comp_ack(qp, srx_psn_add(pkt->psn, SRX_SEQ24_MASK));
+
+	switch (pkt->opcode) {
+	case SRX_ROCE_RC_ACK:
+		type = srx_aeth_type(aeth);
+		if (type == SRX_AETH_TYPE_ACK) {
+			progress |= srx_comp_ack(qp, pkt->psn);
+		} else if (pkt->psn == req->una) {
+			/* A NAK names the PSN it refuses, una if current. */
+			if (type == SRX_AETH_TYPE_RNR_NAK)
+				srx_comp_rnr(qp, srx_aeth_rnr_timer(aeth));
+			else if (type == SRX_AETH_TYPE_NAK &&
+				 !(req->rnr_wait &&
+				   srx_aeth_nak_code(aeth) ==
+				   SRX_AETH_NAK_PSN_SEQ))
+				srx_comp_nak(qp, srx_aeth_nak_code(aeth));
+		}
+		break;
+	case SRX_ROCE_RC_ATOMIC_ACK:
+		progress |= srx_comp_atomic_ack(qp, pkt, skb->data);
+		break;
+	default:	/* READ responses */
+		progress |= srx_comp_read_resp(qp, pkt,
+					       skb->data + pkt->payload_off);
+		break;
+	}
+
+	if (progress) {
+		req->retry_left = req->retry_cnt;
+		req->rnr_left = req->rnr_retry;
+	}
+	srx_comp_retire(qp);
+	if (READ_ONCE(qp->state) == IB_QPS_RTS) {
+		if (progress)
+			srx_comp_arm_retrans(qp, true);
+		/* Bulk sending is send_work's, not this softirq's. */
+		if ((progress && req->blocked) || req->go_back)
+			srx_qp_kick(qp);
+	}
+out:
 	spin_unlock_bh(&qp->send_lock);
 	consume_skb(skb);
 }
 
+/*
+ * The timers record and hand over: they run in softirq after destroy has
+ * marked the QP dead at the latest (destroy shuts them down before it
+ * waits for the last reference), and only queue send_work.
+ */
 void srx_retrans_timer(struct timer_list *t)
 {
+	struct srx_qp *qp = from_timer(qp, t, retrans_timer);
+
+	spin_lock_bh(&qp->send_lock);
+	if (qp->req.una != qp->req.psn_max && !qp->req.rnr_wait) {
+		qp->req.timed_out = true;
+		srx_qp_kick(qp);
+	}
+	spin_unlock_bh(&qp->send_lock);
 }
 
 void srx_rnr_timer(struct timer_list *t)
 {
+	struct srx_qp *qp = from_timer(qp, t, rnr_timer);
+
+	spin_lock_bh(&qp->send_lock);
+	if (qp->req.rnr_wait) {
+		qp->req.rnr_wait = false;
+		qp->req.go_back = true;
+		srx_qp_kick(qp);
+	}
+	spin_unlock_bh(&qp->send_lock);
 }

@@ -324,7 +324,12 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_qp_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_qp_init_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_res_rd_atom = SRX_MAX_QP_RD_ATOM * 1024;
-	a->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * The responder serializes every srx QP's atomics with one lock
+	 * (resp.c): atomic between srx's own operations, not with the CPU's
+	 * atomics on the same memory. Masked atomics are not implemented.
+	 */
+	a->atomic_cap = IB_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 }

@@ -53,6 +53,18 @@ enum srx_counter {
 	SRX_CNT_RCVD_ICRC_ERR,
 	SRX_CNT_RCVD_MALFORMED,
 	SRX_CNT_RCVD_DROPPED,
+	/* the RC transport engine (req.c, comp.c, resp.c) */
+	SRX_CNT_DUP_REQ,		/* duplicate requests answered */
+	SRX_CNT_OUT_OF_SEQ,		/* requests ahead of the expected PSN */
+	SRX_CNT_SEND_SEQ_NAK,		/* sequence error NAKs sent */
+	SRX_CNT_RCVD_SEQ_NAK,		/* sequence error NAKs received */
+	SRX_CNT_SEND_RNR_NAK,		/* RNR NAKs sent */
+	SRX_CNT_RCVD_RNR_NAK,		/* RNR NAKs received */
+	SRX_CNT_SEND_NAK,		/* other NAKs sent */
+	SRX_CNT_RCVD_NAK,		/* other NAKs received */
+	SRX_CNT_RETRANSMITS,		/* go-back-N restarts (retry_cnt used) */
+	SRX_CNT_RETRY_EXC,		/* retry_cnt exceeded */
+	SRX_CNT_RNR_RETRY_EXC,		/* rnr_retry exceeded */
 	SRX_CNT_COUNT
 };
 

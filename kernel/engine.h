@@ -67,6 +67,8 @@ struct srx_req {
 	bool rnr_wait;		/* an RNR NAK's wait: send nothing */
 	bool timed_out;		/* the retransmit timer fired */
 	bool blocked;		/* stopped on the window, rd_atomic, a fence */
+	bool asked_again;	/* re-requested from asked_psn after a gap */
+	u32 asked_psn;
 	/* From the attributes (qp.c, srx_qp_engine_attr()); kept by RESET. */
 	u32 mtu;		/* path MTU, bytes */
 	u32 timeout_jiffies;	/* local ACK timeout; 0: none */

@@ -2,7 +2,6 @@
 /*
  * The requester of the RC transport: request packets built from the
  * private copy of a send WQE (take.c) and a PSN, and nothing else.
- * Not yet: this is where the engine's packets are made and sent.
  *
  * A packet is a pure function of (swqe, PSN, QP attributes): its opcode
  * comes from its place in the message, its payload offset is (PSN - the
@@ -88,16 +87,276 @@ int srx_pkt_xmit(struct srx_qp *qp, struct sk_buff *skb)
 	return srx_net_xmit(qp->sdev, &qp->av, skb);
 }
 
+static bool srx_swqe_is_rd_atomic(const struct srx_swqe *e)
+{
+	return e->opcode == IB_WR_RDMA_READ ||
+	       e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* PSNs a message takes: one per path MTU of payload, one at least. */
+static u32 srx_swqe_npkts(const struct srx_swqe *e, u32 mtu)
+{
+	if (e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	    e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD || !e->length)
+		return 1;
+	return DIV_ROUND_UP_ULL(e->length, mtu);
+}
+
+/* The BTH opcode of a packet of @e, by its place in the message. */
+static u8 srx_req_opcode(const struct srx_swqe *e, bool first, bool last)
+{
+	switch (e->opcode) {
+	case IB_WR_SEND:
+		if (first)
+			return last ? SRX_ROCE_RC_SEND_ONLY : SRX_ROCE_RC_SEND_FIRST;
+		return last ? SRX_ROCE_RC_SEND_LAST : SRX_ROCE_RC_SEND_MIDDLE;
+	case IB_WR_SEND_WITH_IMM:
+		if (first)
+			return last ? SRX_ROCE_RC_SEND_ONLY_IMM :
+				      SRX_ROCE_RC_SEND_FIRST;
+		return last ? SRX_ROCE_RC_SEND_LAST_IMM :
+			      SRX_ROCE_RC_SEND_MIDDLE;
+	case IB_WR_RDMA_WRITE:
+		if (first)
+			return last ? SRX_ROCE_RC_WRITE_ONLY :
+				      SRX_ROCE_RC_WRITE_FIRST;
+		return last ? SRX_ROCE_RC_WRITE_LAST : SRX_ROCE_RC_WRITE_MIDDLE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		if (first)
+			return last ? SRX_ROCE_RC_WRITE_ONLY_IMM :
+				      SRX_ROCE_RC_WRITE_FIRST;
+		return last ? SRX_ROCE_RC_WRITE_LAST_IMM :
+			      SRX_ROCE_RC_WRITE_MIDDLE;
+	case IB_WR_RDMA_READ:
+		return SRX_ROCE_RC_READ_REQ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return SRX_ROCE_RC_CMP_SWAP;
+	default:
+		return SRX_ROCE_RC_FETCH_ADD;
+	}
+}
+
 /*
- * srx_req_run - send what the send queue holds, within limits (the engine
- * comes next: nothing is sent yet).
+ * Build and send the packet of @e at @psn, which lies in its
+ * [first_psn, last_psn]. A READ request asks for the rest of the message
+ * from @psn on (a re-request after a lost response starts mid-message).
+ * Return: SRX_ACC_OK (sent, or lost on the way out, which a retry
+ * repairs), or the fault of a local SGE: the WQE fails.
+ */
+static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
+				     u32 psn)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_roce_hdr_args a = {};
+	u32 idx = srx_psn_diff(psn, e->eng.first_psn);
+	bool first = idx == 0, last = psn == e->eng.last_psn;
+	u64 off = (u64)idx * req->mtu;
+	struct sk_buff *skb;
+	enum srx_acc acc;
+	u32 payload = 0;
+	u8 *data;
+
+	a.opcode = srx_req_opcode(e, first, last);
+	a.psn = psn;
+	switch (e->opcode) {
+	case IB_WR_RDMA_READ:
+		a.va = e->wr.rdma.remote_addr + off;
+		a.rkey = e->wr.rdma.rkey;
+		a.dma_len = e->length - off;
+		a.ackreq = true;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		a.va = e->wr.atomic.remote_addr;
+		a.rkey = e->wr.atomic.rkey;
+		a.swap_add = e->wr.atomic.swap;
+		a.cmp = e->wr.atomic.compare_add;
+		a.ackreq = true;
+		break;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		a.va = e->wr.atomic.remote_addr;
+		a.rkey = e->wr.atomic.rkey;
+		a.swap_add = e->wr.atomic.compare_add;
+		a.ackreq = true;
+		break;
+	default:	/* SEND, RDMA WRITE, with or without immediate */
+		payload = min_t(u64, req->mtu, e->length - off);
+		a.va = e->wr.rdma.remote_addr;	/* RETH: FIRST and ONLY */
+		a.rkey = e->wr.rdma.rkey;
+		a.dma_len = e->length;
+		a.imm = (__force __be32)e->ex;
+		/* SE on a message's last packet: SEND, WRITE with immediate. */
+		a.se = last && (e->send_flags & SRX_SEND_SOLICITED) &&
+		       e->opcode != IB_WR_RDMA_WRITE;
+		a.ackreq = last || req->since_ackreq + 1 >= SRX_ACKREQ_EVERY;
+		break;
+	}
+
+	skb = srx_pkt_alloc(qp, &a, payload, &data);
+	if (!skb)
+		return SRX_ACC_OK;
+	if (payload) {
+		if (e->send_flags & SRX_SEND_INLINE) {
+			memcpy(data, (const u8 *)e->sge + off, payload);
+		} else {
+			acc = srx_sge_copy(qp->sdev, qp->base_qp.pd, 0, e->sge,
+					   e->num_sge, off, data, payload,
+					   SRX_FROM_MR);
+			if (acc != SRX_ACC_OK) {
+				kfree_skb(skb);
+				return acc;
+			}
+		}
+	}
+	req->since_ackreq = a.ackreq ? 0 : req->since_ackreq + 1;
+	srx_pkt_xmit(qp, skb);
+	return SRX_ACC_OK;
+}
+
+/* A local fault completes the WQE with a local error (ibv_poll_cq(3)). */
+static void srx_req_fail(struct srx_qp *qp, struct srx_swqe *e, u8 status)
+{
+	e->eng.state = SRX_SWQE_ERROR;
+	e->eng.flags = status;
+	srx_comp_retire(qp);
+}
+
+static u8 srx_acc_wc_status(enum srx_acc acc)
+{
+	return acc == SRX_ACC_LENGTH ? IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR;
+}
+
+/*
+ * The next WQE to send from, taking more from the ring when the taken
+ * ones are all sent; NULL when there is none.
+ */
+static struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
+{
+	struct srx_wq *sq = &qp->sq;
+	unsigned long flags;
+	u32 n;
+
+	if (qp->req.cur == sq->kcons) {
+		spin_lock_irqsave(&sq->lock, flags);
+		n = srx_sq_take(qp, SRX_WORK_BUDGET);
+		spin_unlock_irqrestore(&sq->lock, flags);
+		if (!n)
+			return NULL;
+	}
+	return srx_sq_entry(sq, qp->req.cur);
+}
+
+/*
+ * Start a WQE: check its local SGEs once (a bad lkey fails it before a
+ * byte is sent) and give it its PSNs.
+ * Return: true if it may be sent now.
+ */
+static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
+{
+	struct srx_req *req = &qp->req;
+	enum srx_acc acc;
+	u64 total;
+
+	if (e->result != SRX_WQE_OK) {
+		srx_req_fail(qp, e, srx_wqe_wc_status(e->result));
+		return false;
+	}
+	if (!(e->send_flags & SRX_SEND_INLINE)) {
+		acc = srx_sge_check(qp->sdev, qp->base_qp.pd,
+				    srx_swqe_is_rd_atomic(e) ?
+				    IB_ACCESS_LOCAL_WRITE : 0,
+				    e->sge, e->num_sge, &total);
+		if (acc != SRX_ACC_OK) {
+			srx_req_fail(qp, e, srx_acc_wc_status(acc));
+			return false;
+		}
+	}
+	/* A fence waits for every READ and ATOMIC before it (IBTA 10.8.3.3). */
+	if ((e->send_flags & SRX_SEND_FENCE) && req->rd_atomic) {
+		req->blocked = true;
+		return false;
+	}
+	e->eng.first_psn = req->psn;
+	e->eng.last_psn = srx_psn_add(req->psn,
+				      srx_swqe_npkts(e, req->mtu) - 1);
+	e->eng.state = SRX_SWQE_SENT;
+	return true;
+}
+
+/**
+ * srx_req_run - send what the send queue holds, within limits
+ * @qp: an RC QP
+ * @budget: packets at most
+ *
+ * Acts first on what the completer and the timers decided (a timeout, a
+ * go-back-N restart), then sends from req.psn on: new WQEs are taken from
+ * the ring as needed. It stops at the window (SRX_WINDOW unacknowledged
+ * PSNs), at the initiator depth (max_rd_atomic READ/ATOMIC outstanding),
+ * at a fence, during an RNR wait, and when the QP leaves RTS; the
+ * completer kicks send_work when an ACK lifts a stop.
+ *
  * Context: send_lock held (bottom halves off).
  * Return: true if the budget ran out with more to send.
  */
 bool srx_req_run(struct srx_qp *qp, u32 budget)
 {
+	struct srx_req *req = &qp->req;
+	struct srx_swqe *e;
+	enum srx_acc acc;
+	bool rd;
+
 	lockdep_assert_held(&qp->send_lock);
-	return false;
+
+	if (qp->base_qp.qp_type != IB_QPT_RC ||
+	    READ_ONCE(qp->state) != IB_QPS_RTS)
+		return false;
+	if (req->timed_out)
+		srx_comp_timeout(qp);
+	if (req->go_back)
+		srx_comp_go_back(qp);
+	if (req->rnr_wait)
+		return false;
+	req->blocked = false;
+
+	while (budget && READ_ONCE(qp->state) == IB_QPS_RTS) {
+		e = srx_req_next_wqe(qp);
+		if (!e || e->eng.state == SRX_SWQE_ERROR)
+			break;
+		rd = srx_swqe_is_rd_atomic(e);
+		if (srx_psn_diff(req->psn, req->una) >= SRX_WINDOW ||
+		    (rd && req->rd_atomic >= req->max_rd_atomic)) {
+			req->blocked = true;
+			break;
+		}
+		if (e->eng.state == SRX_SWQE_NEW && !srx_req_start(qp, e))
+			break;
+		/* A resend starts inside the WQE; anything else is a bug. */
+		if (!srx_psn_in_window(req->psn, e->eng.first_psn,
+				       srx_psn_diff(e->eng.last_psn,
+						    e->eng.first_psn) + 1))
+			req->psn = e->eng.first_psn;
+
+		acc = srx_req_send_pkt(qp, e, req->psn);
+		if (acc != SRX_ACC_OK) {
+			srx_req_fail(qp, e, srx_acc_wc_status(acc));
+			break;
+		}
+		budget--;
+		if (rd) {
+			/* One request; its responses fill its PSNs. */
+			req->rd_atomic++;
+			req->psn = srx_psn_add(e->eng.last_psn, 1);
+			req->cur++;
+		} else {
+			if (req->psn == e->eng.last_psn)
+				req->cur++;
+			req->psn = srx_psn_add(req->psn, 1);
+		}
+		if (srx_psn_after(req->psn, req->psn_max))
+			req->psn_max = req->psn;
+		srx_comp_arm_retrans(qp, false);
+	}
+	return !budget;
 }
 
 /*

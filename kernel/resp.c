@@ -1,13 +1,511 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The responder of the RC transport: the receive side of a QP's peer's
- * requests. Not yet: a request is counted and dropped.
+ * requests. It places SEND payloads in receive WQEs and WRITE payloads in
+ * memory regions (through the memory-key layer's rkey, PD, access and
+ * bounds checks, mr.c), executes ATOMICs, answers READs, and sends ACKs
+ * and NAKs.
+ *
+ * It runs under qp->resp_lock in the receive softirq, one packet at a
+ * time, and finishes there without sleeping: one small skb per ACK or
+ * NAK. A READ's response packets go out from the softirq up to
+ * SRX_READ_BUDGET, the rest from resp_work under the same lock.
+ *
+ * PSN checks ([IBTA] 9.7.5.1): a request at the expected PSN (epsn) is
+ * executed; one behind it is a duplicate: a SEND or WRITE is
+ * re-acknowledged, a READ executed again from its responder resource, an
+ * ATOMIC answered from the saved result and never applied again; one
+ * ahead of it gets one sequence NAK, until epsn arrives.
  */
 #include <linux/skbuff.h>
+#include <linux/spinlock.h>
 
+#include "cq.h"
 #include "device.h"
 #include "engine.h"
+#include "mr.h"
 #include "qp.h"
+#include "take.h"
+
+/*
+ * Atomics of every srx QP, on any address, are serialized by this lock:
+ * two QPs' atomics on one address are then atomic with respect to each
+ * other, which is what atomic_cap IB_ATOMIC_HCA promises (the process's
+ * own CPU atomics on that memory are not ordered with them). A single lock
+ * is the simplest correct choice; atomics are rare next to the rest.
+ */
+static DEFINE_SPINLOCK(srx_atomic_lock);
+
+/* What a request's execution leads to. */
+enum srx_resp_result {
+	SRX_RESP_ACK,		/* done: ACK it if it asks */
+	SRX_RESP_ANSWERED,	/* done and answered (READ, ATOMIC) */
+	SRX_RESP_RNR,		/* no receive WQE: RNR NAK, nothing consumed */
+	SRX_RESP_NAK_INV,	/* invalid request: NAK, QP to error */
+	SRX_RESP_NAK_ACCESS,	/* remote access error: NAK, QP to error */
+	SRX_RESP_NAK_OP,	/* remote operational error: NAK, QP to error */
+};
+
+static void srx_resp_send_aeth(struct srx_qp *qp, u8 opcode, u8 syndrome,
+			       u32 psn, u64 orig)
+{
+	struct srx_roce_hdr_args a = {
+		.opcode = opcode,
+		.psn = psn,
+		.syndrome = syndrome,
+		.msn = qp->resp.msn,
+		.orig = orig,
+	};
+	struct sk_buff *skb;
+	u8 *data;
+
+	skb = srx_pkt_alloc(qp, &a, 0, &data);
+	if (skb)
+		srx_pkt_xmit(qp, skb);
+}
+
+static void srx_resp_ack(struct srx_qp *qp, u32 psn)
+{
+	srx_resp_send_aeth(qp, SRX_ROCE_RC_ACK,
+			   srx_aeth_syn_ack(SRX_AETH_CREDITS_UNLIMITED), psn, 0);
+}
+
+static void srx_resp_nak(struct srx_qp *qp, enum srx_aeth_nak code, u32 psn)
+{
+	srx_resp_send_aeth(qp, SRX_ROCE_RC_ACK, srx_aeth_syn_nak(code), psn, 0);
+}
+
+/* The receive WQE the current message lands in; NULL if none is posted. */
+static struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp)
+{
+	struct srx_wq *rq = &qp->rq;
+	unsigned long flags;
+
+	if (rq->kcons == rq->kdone) {
+		spin_lock_irqsave(&rq->lock, flags);
+		srx_rq_take(qp, 1);
+		spin_unlock_irqrestore(&rq->lock, flags);
+		if (rq->kcons == rq->kdone)
+			return NULL;
+	}
+	return srx_rq_entry(rq, rq->kdone);
+}
+
+/* Complete the current receive WQE (the oldest taken). */
+static void srx_resp_complete(struct srx_qp *qp, u8 status, u8 opcode,
+			      u32 byte_len, const struct srx_roce_pkt *pkt,
+			      const void *buf)
+{
+	const struct srx_immdt *imm = srx_roce_pkt_hdr(pkt, buf,
+						       SRX_ROCE_IMMDT);
+	struct srx_cqe cqe = {};
+
+	cqe.wr_id = srx_rq_entry(&qp->rq, qp->rq.kdone)->wr_id;
+	cqe.status = status;
+	cqe.opcode = opcode;
+	cqe.byte_len = byte_len;
+	cqe.qp_num = qp->base_qp.qp_num;
+	cqe.src_qp = qp->dqpn;
+	if (status == IB_WC_SUCCESS && imm) {
+		cqe.flags |= SRX_CQE_WITH_IMM;
+		cqe.ex = (__force u32)srx_immdt_imm(imm);
+	}
+	if (pkt->se)
+		cqe.flags |= SRX_CQE_SOLICITED;
+	srx_wq_complete(qp, false, &cqe);
+	qp->resp.have_rwqe = false;
+}
+
+static enum srx_resp_result srx_resp_send(struct srx_qp *qp,
+					  const struct srx_roce_pkt *pkt,
+					  const u8 *buf)
+{
+	struct srx_resp *resp = &qp->resp;
+	u32 flags = pkt->op->flags;
+	struct srx_rwqe *e;
+	enum srx_acc acc;
+
+	if (flags & SRX_ROCE_F_FIRST) {
+		e = srx_resp_rwqe(qp);
+		if (!e)
+			return SRX_RESP_RNR;
+		resp->have_rwqe = true;
+		resp->offset = 0;
+		if (e->result != SRX_WQE_OK) {
+			srx_resp_complete(qp, srx_wqe_wc_status(e->result),
+					  IB_WC_RECV, 0, pkt, buf);
+			return SRX_RESP_NAK_OP;
+		}
+	}
+	e = srx_rq_entry(&qp->rq, qp->rq.kdone);
+	if (pkt->payload_len) {
+		acc = srx_sge_copy(qp->sdev, qp->base_qp.pd,
+				   IB_ACCESS_LOCAL_WRITE, e->sge, e->num_sge,
+				   resp->offset, (void *)(buf + pkt->payload_off),
+				   pkt->payload_len, SRX_TO_MR);
+		if (acc == SRX_ACC_LENGTH) {
+			/* Longer than the buffer: IBTA 9.9.3.1.2, class B. */
+			srx_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
+					  0, pkt, buf);
+			return SRX_RESP_NAK_INV;
+		}
+		if (acc != SRX_ACC_OK) {
+			srx_resp_complete(qp, IB_WC_LOC_PROT_ERR, IB_WC_RECV,
+					  0, pkt, buf);
+			return SRX_RESP_NAK_OP;
+		}
+	}
+	resp->offset += pkt->payload_len;
+	if (flags & SRX_ROCE_F_LAST) {
+		resp->cur_op = 0;
+		resp->msn = srx_msn_add(resp->msn, 1);
+		srx_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV, resp->offset,
+				  pkt, buf);
+	} else {
+		resp->cur_op = SRX_ROCE_F_SEND;
+	}
+	return SRX_RESP_ACK;
+}
+
+static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
+					   const struct srx_roce_pkt *pkt,
+					   const u8 *buf)
+{
+	struct srx_resp *resp = &qp->resp;
+	u32 flags = pkt->op->flags, len = pkt->payload_len;
+	const struct srx_reth *reth;
+	struct srx_rwqe *e = NULL;
+	struct srx_mr *mr;
+	enum srx_acc acc;
+
+	if (!(resp->access & IB_ACCESS_REMOTE_WRITE))
+		return SRX_RESP_NAK_INV;
+	if (flags & SRX_ROCE_F_FIRST) {
+		reth = srx_roce_pkt_hdr(pkt, buf, SRX_ROCE_RETH);
+		resp->va = srx_reth_va(reth);
+		resp->rkey = srx_reth_rkey(reth);
+		resp->wlen = srx_reth_len(reth);
+		resp->resid = resp->wlen;
+		/* The whole range, once; each packet's part again below. */
+		if (resp->wlen) {
+			acc = srx_mr_acquire(qp->sdev, resp->rkey,
+					     qp->base_qp.pd,
+					     IB_ACCESS_REMOTE_WRITE, resp->va,
+					     resp->wlen, &mr);
+			if (acc != SRX_ACC_OK)
+				return SRX_RESP_NAK_ACCESS;
+			srx_mr_put(mr);
+		}
+	}
+	/* The packets must add up to the RETH's length ([IBTA] 9.7.5.1.3). */
+	if (len > resp->resid ||
+	    ((flags & SRX_ROCE_F_LAST) && len != resp->resid))
+		return SRX_RESP_NAK_INV;
+	/* An immediate needs a receive WQE before anything is placed. */
+	if ((flags & SRX_ROCE_F_IMM) && !(e = srx_resp_rwqe(qp)))
+		return SRX_RESP_RNR;
+	if (len) {
+		acc = srx_mr_acquire(qp->sdev, resp->rkey, qp->base_qp.pd,
+				     IB_ACCESS_REMOTE_WRITE, resp->va, len, &mr);
+		if (acc != SRX_ACC_OK)
+			return SRX_RESP_NAK_ACCESS;
+		srx_mr_copy(mr, resp->va, (void *)(buf + pkt->payload_off),
+			    len, SRX_TO_MR);
+		srx_mr_put(mr);
+	}
+	resp->va += len;
+	resp->resid -= len;
+	if (!(flags & SRX_ROCE_F_LAST)) {
+		resp->cur_op = SRX_ROCE_F_WRITE;
+		return SRX_RESP_ACK;
+	}
+	resp->cur_op = 0;
+	resp->msn = srx_msn_add(resp->msn, 1);
+	if (e)
+		srx_resp_complete(qp, e->result == SRX_WQE_OK ? IB_WC_SUCCESS :
+				  srx_wqe_wc_status(e->result),
+				  IB_WC_RECV_RDMA_WITH_IMM, resp->wlen, pkt, buf);
+	return SRX_RESP_ACK;
+}
+
+static u32 srx_res_npkts(const struct srx_res *r, u32 mtu)
+{
+	return r->length ? DIV_ROUND_UP(r->length, mtu) : 1;
+}
+
+/* A new responder resource; the oldest gives way ([IBTA] 9.7.5.1.4). */
+static struct srx_res *srx_resp_new_res(struct srx_resp *resp)
+{
+	struct srx_res *r;
+
+	if (resp->res_head - resp->rd_next >= resp->res_n)
+		resp->rd_next++;
+	r = &resp->res[resp->res_head % resp->res_n];
+	resp->res_head++;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/*
+ * One READ response packet of resource @r at @psn, rebuilt from the
+ * resource (the MR looked up again): the same bytes whether it is the
+ * first time or a duplicate READ's. Return: false if the MR is gone.
+ */
+static bool srx_resp_read_pkt(struct srx_qp *qp, const struct srx_res *r,
+			      u32 psn)
+{
+	struct srx_resp *resp = &qp->resp;
+	u32 idx = srx_psn_diff(psn, r->first_psn);
+	u32 n = srx_res_npkts(r, resp->mtu);
+	u64 off = (u64)idx * resp->mtu;
+	u32 len = r->length ? min_t(u64, resp->mtu, r->length - off) : 0;
+	struct srx_roce_hdr_args a = {
+		.psn = psn,
+		.syndrome = srx_aeth_syn_ack(SRX_AETH_CREDITS_UNLIMITED),
+		.msn = resp->msn,
+	};
+	struct sk_buff *skb;
+	struct srx_mr *mr;
+	enum srx_acc acc;
+	u8 *data;
+
+	if (n == 1)
+		a.opcode = SRX_ROCE_RC_READ_RESP_ONLY;
+	else if (idx == 0)
+		a.opcode = SRX_ROCE_RC_READ_RESP_FIRST;
+	else if (psn == r->last_psn)
+		a.opcode = SRX_ROCE_RC_READ_RESP_LAST;
+	else
+		a.opcode = SRX_ROCE_RC_READ_RESP_MIDDLE;
+
+	skb = srx_pkt_alloc(qp, &a, len, &data);
+	if (!skb)
+		return true;	/* lost: the requester asks again */
+	if (len) {
+		acc = srx_mr_acquire(qp->sdev, r->rkey, qp->base_qp.pd,
+				     IB_ACCESS_REMOTE_READ, r->va + off, len,
+				     &mr);
+		if (acc != SRX_ACC_OK) {
+			kfree_skb(skb);
+			return false;
+		}
+		srx_mr_copy(mr, r->va + off, data, len, SRX_FROM_MR);
+		srx_mr_put(mr);
+	}
+	srx_pkt_xmit(qp, skb);
+	return true;
+}
+
+/*
+ * Send up to @budget READ response packets, oldest resource first.
+ * Return: true if some are still due.
+ * Context: resp_lock held.
+ */
+static bool srx_resp_run_reads(struct srx_qp *qp, u32 budget)
+{
+	struct srx_resp *resp = &qp->resp;
+	struct srx_res *r;
+
+	lockdep_assert_held(&qp->resp_lock);
+
+	while (budget && resp->rd_next != resp->res_head) {
+		r = &resp->res[resp->rd_next % resp->res_n];
+		if (r->type != SRX_RES_READ ||
+		    r->next_psn == srx_psn_add(r->last_psn, 1)) {
+			resp->rd_next++;
+			continue;
+		}
+		if (!srx_resp_read_pkt(qp, r, r->next_psn)) {
+			/* Deregistered since the request: class C error. */
+			r->next_psn = srx_psn_add(r->last_psn, 1);
+			srx_count(qp->sdev, SRX_CNT_SEND_NAK, 1);
+			srx_resp_nak(qp, SRX_AETH_NAK_REM_ACCESS, r->next_psn);
+			srx_qp_set_error(qp);
+			return false;
+		}
+		r->next_psn = srx_psn_add(r->next_psn, 1);
+		budget--;
+	}
+	return resp->rd_next != resp->res_head;
+}
+
+static void srx_resp_queue_reads(struct srx_qp *qp)
+{
+	if (srx_resp_run_reads(qp, SRX_READ_BUDGET) && !qp->dead)
+		queue_work(srx_wq, &qp->resp_work);
+}
+
+static enum srx_resp_result srx_resp_read(struct srx_qp *qp,
+					  const struct srx_roce_pkt *pkt,
+					  const u8 *buf)
+{
+	const struct srx_reth *reth = srx_roce_pkt_hdr(pkt, buf, SRX_ROCE_RETH);
+	struct srx_resp *resp = &qp->resp;
+	u64 va = srx_reth_va(reth);
+	u32 rkey = srx_reth_rkey(reth), len = srx_reth_len(reth);
+	struct srx_res *r;
+	struct srx_mr *mr;
+	enum srx_acc acc;
+
+	if (!(resp->access & IB_ACCESS_REMOTE_READ) || !resp->res ||
+	    len > SRX_MAX_MSG_SIZE)
+		return SRX_RESP_NAK_INV;
+	if (len) {
+		acc = srx_mr_acquire(qp->sdev, rkey, qp->base_qp.pd,
+				     IB_ACCESS_REMOTE_READ, va, len, &mr);
+		if (acc != SRX_ACC_OK)
+			return SRX_RESP_NAK_ACCESS;
+		srx_mr_put(mr);
+	}
+	r = srx_resp_new_res(resp);
+	r->type = SRX_RES_READ;
+	r->va = va;
+	r->rkey = rkey;
+	r->length = len;
+	r->first_psn = pkt->psn;
+	r->last_psn = srx_psn_add(pkt->psn, srx_res_npkts(r, resp->mtu) - 1);
+	r->next_psn = pkt->psn;
+	resp->msn = srx_msn_add(resp->msn, 1);
+	/* Its responses take its PSNs: the next request follows them. */
+	resp->epsn = r->last_psn;
+	srx_resp_queue_reads(qp);
+	return SRX_RESP_ANSWERED;
+}
+
+static enum srx_resp_result srx_resp_atomic(struct srx_qp *qp,
+					    const struct srx_roce_pkt *pkt,
+					    const u8 *buf)
+{
+	const struct srx_atmeth *atm = srx_roce_pkt_hdr(pkt, buf,
+							SRX_ROCE_ATMETH);
+	struct srx_resp *resp = &qp->resp;
+	u64 va = srx_atmeth_va(atm), orig, val;
+	struct srx_res *r;
+	struct srx_mr *mr;
+	enum srx_acc acc;
+
+	if (!(resp->access & IB_ACCESS_REMOTE_ATOMIC) || !resp->res)
+		return SRX_RESP_NAK_INV;
+	/* An atomic's target is 8-byte aligned ([IBTA] 9.4.5). */
+	if (va & 7)
+		return SRX_RESP_NAK_INV;
+	acc = srx_mr_acquire(qp->sdev, srx_atmeth_rkey(atm), qp->base_qp.pd,
+			     IB_ACCESS_REMOTE_ATOMIC, va, sizeof(orig), &mr);
+	if (acc != SRX_ACC_OK)
+		return SRX_RESP_NAK_ACCESS;
+
+	spin_lock(&srx_atomic_lock);
+	srx_mr_copy(mr, va, &orig, sizeof(orig), SRX_FROM_MR);
+	if (pkt->opcode == SRX_ROCE_RC_CMP_SWAP)
+		val = orig == srx_atmeth_cmp(atm) ? srx_atmeth_swap_add(atm) :
+						     orig;
+	else
+		val = orig + srx_atmeth_swap_add(atm);
+	if (val != orig)
+		srx_mr_copy(mr, va, &val, sizeof(val), SRX_TO_MR);
+	spin_unlock(&srx_atomic_lock);
+	srx_mr_put(mr);
+
+	r = srx_resp_new_res(resp);
+	r->type = SRX_RES_ATOMIC;
+	r->first_psn = pkt->psn;
+	r->last_psn = pkt->psn;
+	r->next_psn = srx_psn_add(pkt->psn, 1);
+	r->orig = orig;
+	resp->msn = srx_msn_add(resp->msn, 1);
+	srx_resp_send_aeth(qp, SRX_ROCE_RC_ATOMIC_ACK,
+			   srx_aeth_syn_ack(SRX_AETH_CREDITS_UNLIMITED),
+			   pkt->psn, orig);
+	return SRX_RESP_ANSWERED;
+}
+
+/*
+ * A request behind epsn: answered again, never executed again (but a
+ * READ, which has no effect to repeat).
+ */
+static void srx_resp_duplicate(struct srx_qp *qp,
+			       const struct srx_roce_pkt *pkt)
+{
+	struct srx_resp *resp = &qp->resp;
+	u32 flags = pkt->op->flags, k, idx;
+	struct srx_res *r;
+
+	srx_count(qp->sdev, SRX_CNT_DUP_REQ, 1);
+	if (!(flags & (SRX_ROCE_F_READ | SRX_ROCE_F_ATOMIC))) {
+		/* Coalesced: everything before epsn has arrived. */
+		srx_resp_ack(qp, srx_psn_add(resp->epsn, SRX_SEQ24_MASK));
+		return;
+	}
+	if (!resp->res)
+		return;
+	for (k = 0; k < resp->res_n; k++) {
+		idx = resp->res_head - 1 - k;
+		r = &resp->res[idx % resp->res_n];
+		if (r->type == SRX_RES_FREE ||
+		    !srx_psn_in_window(pkt->psn, r->first_psn,
+				       srx_psn_diff(r->last_psn,
+						    r->first_psn) + 1))
+			continue;
+		if (r->type == SRX_RES_ATOMIC) {
+			if (flags & SRX_ROCE_F_ATOMIC)
+				srx_resp_send_aeth(qp, SRX_ROCE_RC_ATOMIC_ACK,
+					srx_aeth_syn_ack(SRX_AETH_CREDITS_UNLIMITED),
+					pkt->psn, r->orig);
+			return;
+		}
+		if (!(flags & SRX_ROCE_F_READ))
+			return;
+		/* Again from the duplicate's PSN, in PSN order. */
+		r->next_psn = pkt->psn;
+		if ((s32)(idx - resp->rd_next) < 0)
+			resp->rd_next = idx;
+		srx_resp_queue_reads(qp);
+		return;
+	}
+}
+
+/* Whether @pkt may come next, by opcode: a message's packets in order. */
+static bool srx_resp_opcode_ok(const struct srx_resp *resp,
+			       const struct srx_roce_pkt *pkt)
+{
+	u32 flags = pkt->op->flags;
+	u32 kind = flags & (SRX_ROCE_F_SEND | SRX_ROCE_F_WRITE);
+
+	if (flags & SRX_ROCE_F_INV)
+		return false;	/* no memory management extensions */
+	if (!kind)
+		return !resp->cur_op;
+	if (flags & SRX_ROCE_F_FIRST) {
+		if (resp->cur_op)
+			return false;
+	} else if (resp->cur_op != kind) {
+		return false;
+	}
+	/* FIRST and MIDDLE carry exactly the path MTU, LAST at most it. */
+	if (pkt->payload_len > resp->mtu ||
+	    (!(flags & SRX_ROCE_F_LAST) && pkt->payload_len != resp->mtu))
+		return false;
+	return true;
+}
+
+static enum srx_resp_result srx_resp_execute(struct srx_qp *qp,
+					     const struct srx_roce_pkt *pkt,
+					     const u8 *buf)
+{
+	u32 flags = pkt->op->flags;
+
+	if (!srx_resp_opcode_ok(&qp->resp, pkt))
+		return SRX_RESP_NAK_INV;
+	if (flags & SRX_ROCE_F_SEND)
+		return srx_resp_send(qp, pkt, buf);
+	if (flags & SRX_ROCE_F_WRITE)
+		return srx_resp_write(qp, pkt, buf);
+	if (flags & SRX_ROCE_F_READ)
+		return srx_resp_read(qp, pkt, buf);
+	if (flags & SRX_ROCE_F_ATOMIC)
+		return srx_resp_atomic(qp, pkt, buf);
+	return SRX_RESP_NAK_INV;	/* FLUSH, ATOMIC_WRITE: not yet */
+}
 
 /**
  * srx_resp_rcv - a request for @qp arrived
@@ -20,12 +518,83 @@
 void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		  struct sk_buff *skb)
 {
+	struct srx_resp *resp = &qp->resp;
+	enum srx_resp_result res;
+	enum ib_qp_state state;
+	s32 d;
+
 	spin_lock_bh(&qp->resp_lock);
-	srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+	state = READ_ONCE(qp->state);
+	if (state < IB_QPS_RTR || state == IB_QPS_ERR ||
+	    !srx_pkt_from_peer(qp, skb)) {
+		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		goto out;
+	}
+
+	d = srx_psn_diff(pkt->psn, resp->epsn);
+	if (d > 0) {
+		srx_count(qp->sdev, SRX_CNT_OUT_OF_SEQ, 1);
+		if (!resp->nak_sent) {
+			resp->nak_sent = true;
+			srx_count(qp->sdev, SRX_CNT_SEND_SEQ_NAK, 1);
+			srx_resp_nak(qp, SRX_AETH_NAK_PSN_SEQ, resp->epsn);
+		}
+		goto out;
+	}
+	if (d < 0) {
+		srx_resp_duplicate(qp, pkt);
+		goto out;
+	}
+
+	res = srx_resp_execute(qp, pkt, skb->data);
+	switch (res) {
+	case SRX_RESP_ACK:
+	case SRX_RESP_ANSWERED:
+		resp->nak_sent = false;
+		resp->epsn = srx_psn_add(resp->epsn, 1);
+		if (res == SRX_RESP_ACK && pkt->ackreq)
+			srx_resp_ack(qp, pkt->psn);
+		break;
+	case SRX_RESP_RNR:
+		/*
+		 * The requester resends from this PSN after its wait: the
+		 * packets it already sent behind this one get no sequence
+		 * NAK each (nor would they cost it a retry).
+		 */
+		resp->nak_sent = true;
+		srx_count(qp->sdev, SRX_CNT_SEND_RNR_NAK, 1);
+		srx_resp_send_aeth(qp, SRX_ROCE_RC_ACK,
+				   srx_aeth_syn_rnr_nak(resp->min_rnr_timer),
+				   pkt->psn, 0);
+		break;
+	default:
+		srx_count(qp->sdev, SRX_CNT_SEND_NAK, 1);
+		srx_resp_nak(qp, res == SRX_RESP_NAK_INV ? SRX_AETH_NAK_INV_REQ :
+				 res == SRX_RESP_NAK_ACCESS ?
+				 SRX_AETH_NAK_REM_ACCESS : SRX_AETH_NAK_REM_OP,
+			     pkt->psn);
+		resp->cur_op = 0;
+		srx_qp_set_error(qp);
+		break;
+	}
+out:
 	spin_unlock_bh(&qp->resp_lock);
 	consume_skb(skb);
 }
 
+/*
+ * resp_work: READ responses beyond what the softirq sent, a batch at a
+ * time. Context: srx_wq (process).
+ */
 void srx_resp_work(struct work_struct *w)
 {
+	struct srx_qp *qp = container_of(w, struct srx_qp, resp_work);
+	enum ib_qp_state state;
+
+	spin_lock_bh(&qp->resp_lock);
+	state = READ_ONCE(qp->state);
+	if (state >= IB_QPS_RTR && state != IB_QPS_ERR && !qp->dead &&
+	    srx_resp_run_reads(qp, SRX_WORK_BUDGET))
+		queue_work(srx_wq, &qp->resp_work);
+	spin_unlock_bh(&qp->resp_lock);
 }

@@ -30,6 +30,23 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_RCVD_ICRC_ERR].name = "rcvd_icrc_err",
 	[SRX_CNT_RCVD_MALFORMED].name = "rcvd_malformed",
 	[SRX_CNT_RCVD_DROPPED].name = "rcvd_dropped",
+	/*
+	 * The transport: rxe's names where the count is the same
+	 * (duplicate_request, out_of_seq_request, rcvd_seq_err,
+	 * send_rnr_err, rcvd_rnr_err, completer_retry_err,
+	 * retry_exceeded_err, retry_rnr_exceeded_err).
+	 */
+	[SRX_CNT_DUP_REQ].name = "duplicate_request",
+	[SRX_CNT_OUT_OF_SEQ].name = "out_of_seq_request",
+	[SRX_CNT_SEND_SEQ_NAK].name = "send_seq_err",
+	[SRX_CNT_RCVD_SEQ_NAK].name = "rcvd_seq_err",
+	[SRX_CNT_SEND_RNR_NAK].name = "send_rnr_err",
+	[SRX_CNT_RCVD_RNR_NAK].name = "rcvd_rnr_err",
+	[SRX_CNT_SEND_NAK].name = "send_nak",
+	[SRX_CNT_RCVD_NAK].name = "rcvd_nak",
+	[SRX_CNT_RETRANSMITS].name = "completer_retry_err",
+	[SRX_CNT_RETRY_EXC].name = "retry_exceeded_err",
+	[SRX_CNT_RNR_RETRY_EXC].name = "retry_rnr_exceeded_err",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,
