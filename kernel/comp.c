@@ -169,6 +169,15 @@ void srx_comp_timeout(struct srx_qp *qp)
 	if (req->una == req->psn_max || req->rnr_wait)
 		return;
 	srx_comp_retry(qp);
+	/*
+	 * Resend only the packet at una, asking for its ACK, until an ACK
+	 * moves una: the timeout may only mean that the answers are late
+	 * (a host too busy to run the receive softirq), and a window of
+	 * duplicates, each ACKed, would then bury them deeper, timeout
+	 * after timeout, until retry_cnt runs out. TCP restarts from one
+	 * segment after a timeout for the same reason (RFC 5681, 3.1).
+	 */
+	req->probe = true;
 	srx_comp_arm_retrans(qp, true);
 }
 
@@ -413,6 +422,14 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	if (progress) {
 		req->retry_left = req->retry_cnt;
 		req->rnr_left = req->rnr_retry;
+		/*
+		 * A timeout the timer recorded and the requester has not yet
+		 * acted on is stale now: the peer answered, and the timer is
+		 * armed again below. Acting on it would cost a retry and
+		 * resend the whole window for nothing.
+		 */
+		req->timed_out = false;
+		req->probe = false;
 	}
 	srx_comp_retire(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {

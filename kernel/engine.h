@@ -66,6 +66,7 @@ struct srx_req {
 	bool go_back;		/* resend from una at the next run */
 	bool rnr_wait;		/* an RNR NAK's wait: send nothing */
 	bool timed_out;		/* the retransmit timer fired */
+	bool probe;		/* since a timeout: one packet out, with AckReq */
 	bool blocked;		/* stopped on the window, rd_atomic, a fence */
 	bool asked_again;	/* re-requested from asked_psn after a gap */
 	u32 asked_psn;

@@ -188,7 +188,8 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 		/* SE on a message's last packet: SEND, WRITE with immediate. */
 		a.se = last && (e->send_flags & SRX_SEND_SOLICITED) &&
 		       e->opcode != IB_WR_RDMA_WRITE;
-		a.ackreq = last || req->since_ackreq + 1 >= SRX_ACKREQ_EVERY;
+		a.ackreq = last || req->probe ||
+			   req->since_ackreq + 1 >= SRX_ACKREQ_EVERY;
 		break;
 	}
 
@@ -291,7 +292,7 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
  * Acts first on what the completer and the timers decided (a timeout, a
  * go-back-N restart), then sends from req.psn on: new WQEs are taken from
  * the ring as needed. It stops at the window (SRX_WINDOW unacknowledged
- * PSNs), at the initiator depth (max_rd_atomic READ/ATOMIC outstanding),
+ * PSNs; one after a timeout, until an ACK moves una), at the initiator depth (max_rd_atomic READ/ATOMIC outstanding),
  * at a fence, during an RNR wait, and when the QP leaves RTS; the
  * completer kicks send_work when an ACK lifts a stop.
  *
@@ -323,7 +324,8 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 		if (!e || e->eng.state == SRX_SWQE_ERROR)
 			break;
 		rd = srx_swqe_is_rd_atomic(e);
-		if (srx_psn_diff(req->psn, req->una) >= SRX_WINDOW ||
+		if (srx_psn_diff(req->psn, req->una) >=
+		    (req->probe ? 1 : SRX_WINDOW) ||
 		    (rd && req->rd_atomic >= req->max_rd_atomic)) {
 			req->blocked = true;
 			break;
