@@ -10,11 +10,17 @@
  *    says it is granted exactly when atomic_cap is not IB_ATOMIC_NONE;
  *  - ib_post_send() takes a send and every opcode whose feature the device
  *    reports, and refuses every other one with -EINVAL and bad_wr at it;
- *  - IB_SEND_INLINE is taken on SEND and RDMA WRITE only.
+ *  - IB_SEND_INLINE is taken on SEND and RDMA WRITE only;
+ *  - kernel QPs go through the transport engine: two RC QPs connected
+ *    to each other on the device exchange a 3000-byte SEND at path MTU
+ *    1024 (three packets), and the bytes arrive.
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
+#include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/srx-abi.h>
 
@@ -129,6 +135,169 @@ static void srx_kverbs_post_inline(struct ib_device *dev, struct ib_qp *qp)
 	}
 }
 
+/* Wait up to 10 s for one completion on @cq. */
+static int srx_kverbs_wait(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 10000; i++) {
+		n = ib_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep_range(1000, 2000);
+	}
+	return 0;
+}
+
+static struct ib_qp *srx_kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_ALL_WR,
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+	};
+	struct ib_qp *qp = ib_create_qp(pd, &init);
+
+	if (IS_ERR(qp))
+		return qp;
+	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(-EINVAL);
+	}
+	return qp;
+}
+
+static int srx_kverbs_connect(struct ib_qp *qp, u32 dqpn, union ib_gid *gid)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_RTR, .path_mtu = IB_MTU_1024,
+		.dest_qp_num = dqpn, .rq_psn = 7, .max_dest_rd_atomic = 1,
+		.min_rnr_timer = 1,
+	};
+	int ret;
+
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	rdma_ah_set_grh(&attr.ah_attr, gid, 0, 0, 64, 0);
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = 7;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * Two kernel RC QPs on @dev, connected to each other through GID 0:
+ * a SEND of 3000 bytes (3 packets at MTU 1024) from a to b, posted with
+ * ib_post_send() (the engine's send_work runs the requester).
+ */
+static void srx_kverbs_traffic(struct ib_device *dev, struct ib_pd *pd)
+{
+	const size_t len = 3000;
+	struct ib_qp *a = NULL, *b = NULL;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *sbad;
+	struct ib_cq *ca, *cb;
+	struct ib_sge ssge, rsge;
+	struct ib_send_wr swr = {};
+	struct ib_recv_wr rwr = {};
+	union ib_gid gid;
+	struct ib_wc wc;
+	u8 *src, *dst;
+	u64 sdma, rdma;
+	size_t i;
+	int ret;
+
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	CHECK(!ret, "GID 0: %d", ret);
+	if (ret)
+		return;
+	src = kmalloc(len, GFP_KERNEL);
+	dst = kzalloc(len + 16, GFP_KERNEL);
+	ca = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	cb = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (!src || !dst || IS_ERR(ca) || IS_ERR(cb)) {
+		CHECK(0, "traffic setup");
+		goto out_free;
+	}
+	a = srx_kverbs_rc_qp(pd, ca);
+	b = srx_kverbs_rc_qp(pd, cb);
+	if (IS_ERR(a) || IS_ERR(b)) {
+		CHECK(0, "traffic QPs");
+		goto out_qp;
+	}
+	ret = srx_kverbs_connect(a, b->qp_num, &gid);
+	if (!ret)
+		ret = srx_kverbs_connect(b, a->qp_num, &gid);
+	CHECK(!ret, "connect: %d", ret);
+	if (ret)
+		goto out_qp;
+
+	for (i = 0; i < len; i++)
+		src[i] = (u8)(i * 13 + 1);
+	sdma = ib_dma_map_single(dev, src, len, DMA_TO_DEVICE);
+	rdma = ib_dma_map_single(dev, dst, len + 16, DMA_FROM_DEVICE);
+	rsge = (struct ib_sge){ .addr = rdma, .length = len + 16,
+				.lkey = pd->local_dma_lkey };
+	rwr.wr_id = 2;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	CHECK(!ret, "post_recv: %d", ret);
+	ssge = (struct ib_sge){ .addr = sdma, .length = len,
+				.lkey = pd->local_dma_lkey };
+	swr.wr_id = 1;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = IB_WR_SEND;
+	swr.send_flags = IB_SEND_SIGNALED;
+	if (!ret)
+		ret = ib_post_send(a, &swr, &sbad);
+	CHECK(!ret, "post_send: %d", ret);
+	if (!ret) {
+		CHECK(srx_kverbs_wait(ca, &wc) == 1 && wc.wr_id == 1 &&
+		      wc.status == IB_WC_SUCCESS, "send completion: status %d",
+		      wc.status);
+		memset(&wc, 0, sizeof(wc));
+		CHECK(srx_kverbs_wait(cb, &wc) == 1 && wc.wr_id == 2 &&
+		      wc.status == IB_WC_SUCCESS && wc.byte_len == len &&
+		      wc.opcode == IB_WC_RECV,
+		      "receive completion: status %d, %u bytes", wc.status,
+		      wc.byte_len);
+	}
+	ib_dma_unmap_single(dev, sdma, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, rdma, len + 16, DMA_FROM_DEVICE);
+	CHECK(!memcmp(src, dst, len) && !dst[len], "received bytes differ");
+out_qp:
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+out_free:
+	if (!IS_ERR_OR_NULL(ca))
+		ib_free_cq(ca);
+	if (!IS_ERR_OR_NULL(cb))
+		ib_free_cq(cb);
+	kfree(src);
+	kfree(dst);
+}
+
 static int srx_kverbs_add(struct ib_device *dev)
 {
 	struct ib_qp_init_attr init = {
@@ -194,6 +363,7 @@ static int srx_kverbs_add(struct ib_device *dev)
 	}
 
 	ib_destroy_qp(qp);
+	srx_kverbs_traffic(dev, pd);
 err_cq:
 	ib_free_cq(cq);
 err_pd:
