@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rc_errors - the RC transport's error paths and one-sided operations,
+ * checked end to end with two RC QPs of one process, for
+ * selftests/rc_engine_test.sh.
+ *
+ *   rc_errors -d DEVICE -g GID_INDEX [-D DEVICE2 -G GID_INDEX2] [CASE...]
+ *
+ * QP a is on DEVICE, QP b on DEVICE2 (default: the same device, so the
+ * packets go through loopback). Each case connects a fresh pair and
+ * checks the work completions the verbs man pages promise:
+ *
+ *   rnr_exceeded   a SEND to b, which has no receive posted, rnr_retry 1:
+ *                  RNR_RETRY_EXC_ERR, then the next WQE is flushed
+ *   rnr_recover    the same with rnr_retry 7 (infinite): the receive
+ *                  posted 200 ms later gets the message
+ *   rem_access     RDMA WRITE with a wrong rkey, then past the end of the
+ *                  MR: REM_ACCESS_ERR; the target buffer is untouched
+ *   rem_inv_req    a SEND longer than b's receive buffer: a gets
+ *                  REM_INV_REQ_ERR, b's receive LOC_LEN_ERR
+ *   retry_exceeded a QP connected to a QPN nobody has: RETRY_EXC_ERR
+ *                  within the time timeout and retry_cnt allow
+ *   read_write     100 KiB WRITE and READ back at path MTU 256, with a
+ *                  WRITE with immediate: bytes compared
+ *   zero_length    a SEND and a WRITE with immediate without SGEs: the
+ *                  receives complete with byte_len 0 (and the immediate)
+ *   atomics        FETCH_AND_ADD and CMP_AND_SWP (hit and miss): the
+ *                  original values returned and the memory after
+ *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
+ *                  fifth polls: every one completes, none is left unsent
+ *                  however the send engine goes idle and wakes (the
+ *                  doorbell handshake of srx-abi.h, K6/U6)
+ *
+ * Prints TAP ("ok N case"); exit status 0 if every case passed, 1 if one
+ * failed, 2 on a usage or setup error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define BUF_SIZE	(256 * 1024)	/* read_write uses 200 KiB */
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int gid_index;
+	union ibv_gid gid;
+};
+
+struct pair {
+	struct ibv_qp *a, *b;
+};
+
+static struct side sa, sb;
+static int failures;
+
+#define CHECK(cond, ...) do {						\
+	if (!(cond)) {							\
+		printf("# %s:%d: ", __func__, __LINE__);		\
+		printf(__VA_ARGS__);					\
+		printf("\n");						\
+		return false;						\
+	}								\
+} while (0)
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int side_open(struct side *s, const char *name, int gid_index)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			break;
+	if (!list || !list[i]) {
+		fprintf(stderr, "no device %s\n", name);
+		return -1;
+	}
+	s->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!s->ctx)
+		return -1;
+	s->gid_index = gid_index;
+	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!s->pd || !s->cq || !s->buf)
+		return -1;
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
+	return s->mr ? 0 : -1;
+}
+
+static struct ibv_qp *qp_new(struct side *s)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+
+	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return NULL;
+	return qp;
+}
+
+struct conn {
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+};
+
+/* @qp of @s to RTS, connected to @dqpn at @peer's GID. */
+static int qp_connect(struct ibv_qp *qp, struct side *s, struct side *peer,
+		      uint32_t dqpn, const struct conn *c)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
+		.dest_qp_num = dqpn, .rq_psn = 0x123,
+		.max_dest_rd_atomic = 4, .min_rnr_timer = c->min_rnr_timer,
+		.ah_attr = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = peer->gid, .sgid_index = s->gid_index,
+				 .hop_limit = 64 },
+		},
+	};
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV |
+			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = c->timeout;
+	attr.retry_cnt = c->retry_cnt;
+	attr.rnr_retry = c->rnr_retry;
+	attr.sq_psn = 0x123;
+	attr.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static const struct conn conn_default = {
+	.mtu = IBV_MTU_1024, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+	.min_rnr_timer = 1,
+};
+
+static bool pair_up(struct pair *p, const struct conn *ca,
+		    const struct conn *cb)
+{
+	p->a = qp_new(&sa);
+	p->b = qp_new(&sb);
+	CHECK(p->a && p->b, "create: %s", strerror(errno));
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, ca), "connect a");
+	CHECK(!qp_connect(p->b, &sb, &sa, p->a->qp_num, cb), "connect b");
+	return true;
+}
+
+static void pair_down(struct pair *p)
+{
+	struct ibv_wc wc[16];
+
+	if (p->a)
+		ibv_destroy_qp(p->a);
+	if (p->b)
+		ibv_destroy_qp(p->b);
+	p->a = p->b = NULL;
+	/* Leftover completions of the destroyed QPs. */
+	while (ibv_poll_cq(sa.cq, 16, wc) > 0)
+		;
+	while (ibv_poll_cq(sb.cq, 16, wc) > 0)
+		;
+}
+
+/* The next completion of @qp on @s's CQ within @ms. */
+static bool wait_wc(struct side *s, struct ibv_qp *qp, struct ibv_wc *wc,
+		    int ms)
+{
+	double end = now_ms() + ms;
+
+	do {
+		int n = ibv_poll_cq(s->cq, 1, wc);
+
+		if (n < 0)
+			return false;
+		if (n == 1 && wc->qp_num == qp->qp_num)
+			return true;
+		if (n == 0)
+			usleep(100);
+	} while (now_ms() < end);
+	return false;
+}
+
+static int post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, void *addr,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		     uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+			       .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	wr.imm_data = htonl(0x5a5a0000u | (uint32_t)wr_id);
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, void *local,
+		       uint64_t raddr, uint32_t rkey, uint64_t cmp_add,
+		       uint64_t swap, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = 8,
+			       .lkey = sa.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int post_recv(struct ibv_qp *qp, void *addr, uint32_t len,
+		     uint32_t lkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+			       .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* @status on a's send of @wr_id, then the next WQE flushed. */
+static bool expect_error_then_flush(struct pair *p, enum ibv_wc_status st,
+				    int ms)
+{
+	struct ibv_wc wc;
+
+	CHECK(wait_wc(&sa, p->a, &wc, ms), "no completion in %d ms", ms);
+	CHECK(wc.wr_id == 1 && wc.status == st, "wr_id %llu: %s, wanted %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(st));
+	CHECK(wait_wc(&sa, p->a, &wc, 2000), "the second WQE: no completion");
+	CHECK(wc.wr_id == 2 && wc.status == IBV_WC_WR_FLUSH_ERR,
+	      "the second WQE: %s", ibv_wc_status_str(wc.status));
+	return true;
+}
+
+static bool t_rnr_exceeded(struct pair *p)
+{
+	struct conn ca = conn_default;
+
+	ca.rnr_retry = 1;
+	CHECK(pair_up(p, &ca, &conn_default), "pair");
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 64, sa.mr->lkey, 0, 0, 1) &&
+	      !post_send(p->a, IBV_WR_SEND, sa.buf, 64, sa.mr->lkey, 0, 0, 2),
+	      "post");
+	return expect_error_then_flush(p, IBV_WC_RNR_RETRY_EXC_ERR, 5000);
+}
+
+static bool t_rnr_recover(struct pair *p)
+{
+	struct ibv_wc wc;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	memset(sa.buf, 0xa5, 4096);
+	memset(sb.buf, 0, 4096);
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 3000, sa.mr->lkey, 0, 0, 1),
+	      "post");
+	usleep(200 * 1000);
+	CHECK(!post_recv(p->b, sb.buf, 4096, sb.mr->lkey, 7), "recv");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS,
+	      "send: %s", ibv_wc_status_str(wc.status));
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 7 && wc.byte_len == 3000 && wc.opcode == IBV_WC_RECV,
+	      "recv: %s len %u", ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(sb.buf[0] == 0xa5 && sb.buf[2999] == 0xa5 && sb.buf[3000] == 0,
+	      "data");
+	return true;
+}
+
+static bool t_rem_access(struct pair *p)
+{
+	uint8_t *dst = sb.buf + 8192;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	memset(dst, 0x11, 4096);
+	memset(sa.buf, 0x22, 4096);
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 4096, sa.mr->lkey,
+			 (uintptr_t)dst, sb.mr->rkey ^ 0x80, 1) &&
+	      !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 16, sa.mr->lkey,
+			 (uintptr_t)dst, sb.mr->rkey, 2), "post");
+	if (!expect_error_then_flush(p, IBV_WC_REM_ACCESS_ERR, 5000))
+		return false;
+	CHECK(dst[0] == 0x11 && dst[4095] == 0x11, "wrong rkey wrote memory");
+	pair_down(p);
+
+	/* Past the end of the MR, with the right key. */
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair 2");
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 4096, sa.mr->lkey,
+			 (uintptr_t)sb.buf + BUF_SIZE - 100, sb.mr->rkey, 1) &&
+	      !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 16, sa.mr->lkey,
+			 (uintptr_t)dst, sb.mr->rkey, 2), "post 2");
+	if (!expect_error_then_flush(p, IBV_WC_REM_ACCESS_ERR, 5000))
+		return false;
+	CHECK(sb.buf[BUF_SIZE - 100] != 0x22, "out of bounds wrote memory");
+	return true;
+}
+
+static bool t_rem_inv_req(struct pair *p)
+{
+	struct ibv_wc wc;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!post_recv(p->b, sb.buf, 100, sb.mr->lkey, 9), "recv");
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 2000, sa.mr->lkey, 0, 0, 1) &&
+	      !post_send(p->a, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0, 0, 2),
+	      "post");
+	if (!expect_error_then_flush(p, IBV_WC_REM_INV_REQ_ERR, 5000))
+		return false;
+	CHECK(wait_wc(&sb, p->b, &wc, 2000), "b: no completion");
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_LEN_ERR, "b: %s",
+	      ibv_wc_status_str(wc.status));
+	return true;
+}
+
+static bool t_retry_exceeded(struct pair *p)
+{
+	struct conn ca = conn_default;
+	double t0, dt;
+
+	/* 4.096 us * 2^10 = 4.2 ms per try, 3 tries. */
+	ca.timeout = 10;
+	ca.retry_cnt = 2;
+	p->a = qp_new(&sa);
+	CHECK(p->a, "create");
+	CHECK(!qp_connect(p->a, &sa, &sb, 0xfffff0, &ca), "connect");
+	t0 = now_ms();
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 64, sa.mr->lkey, 0, 0, 1) &&
+	      !post_send(p->a, IBV_WR_SEND, sa.buf, 64, sa.mr->lkey, 0, 0, 2),
+	      "post");
+	if (!expect_error_then_flush(p, IBV_WC_RETRY_EXC_ERR, 10000))
+		return false;
+	dt = now_ms() - t0;
+	printf("# RETRY_EXC_ERR after %.0f ms\n", dt);
+	/* 3 x 4.2 ms, with a jiffy or two each and a slow guest: < 5 s. */
+	CHECK(dt < 5000, "took %.0f ms", dt);
+	return true;
+}
+
+static bool t_read_write(struct pair *p)
+{
+	const uint32_t len = 100 * 1024;
+	struct conn c = conn_default;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	c.mtu = IBV_MTU_256;
+	CHECK(pair_up(p, &c, &c), "pair");
+	for (i = 0; i < len; i++)
+		sa.buf[i] = (uint8_t)(i * 7 + 3);
+	memset(sb.buf, 0, BUF_SIZE);
+	CHECK(!post_recv(p->b, sb.buf + BUF_SIZE - 16, 16, sb.mr->lkey, 5),
+	      "recv");
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, len,
+			 sa.mr->lkey, (uintptr_t)sb.buf + 8, sb.mr->rkey, 3),
+	      "write");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RDMA_WRITE, "write: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0x5a5a0003u && wc.byte_len == len,
+	      "write imm: %s op %d len %u", ibv_wc_status_str(wc.status),
+	      wc.opcode, wc.byte_len);
+	CHECK(!memcmp(sb.buf + 8, sa.buf, len) && sb.buf[7] == 0 &&
+	      sb.buf[8 + len] == 0, "written bytes differ");
+
+	memset(sa.buf + len, 0, len);
+	CHECK(!post_send(p->a, IBV_WR_RDMA_READ, sa.buf + len, len, sa.mr->lkey,
+			 (uintptr_t)sb.buf + 8, sb.mr->rkey, 4), "read");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RDMA_READ, "read: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(!memcmp(sa.buf + len, sa.buf, len), "read bytes differ");
+	return true;
+}
+
+static bool t_zero_length(struct pair *p)
+{
+	struct ibv_send_wr wr = { .num_sge = 0,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!post_recv(p->b, sb.buf, 64, sb.mr->lkey, 1) &&
+	      !post_recv(p->b, sb.buf, 64, sb.mr->lkey, 2), "recv");
+	wr.wr_id = 11;
+	wr.opcode = IBV_WR_SEND;
+	CHECK(!ibv_post_send(p->a, &wr, &bad), "send");
+	wr.wr_id = 12;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htonl(0xfeed);
+	wr.wr.rdma.remote_addr = (uintptr_t)sb.buf;
+	wr.wr.rdma.rkey = sb.mr->rkey;
+	CHECK(!ibv_post_send(p->a, &wr, &bad), "write");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.wr_id == 11 &&
+	      wc.status == IBV_WC_SUCCESS, "send: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.wr_id == 12 &&
+	      wc.status == IBV_WC_SUCCESS, "write: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.wr_id == 1 &&
+	      wc.status == IBV_WC_SUCCESS && wc.byte_len == 0 &&
+	      wc.opcode == IBV_WC_RECV, "recv 1: %s len %u",
+	      ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.wr_id == 2 &&
+	      wc.status == IBV_WC_SUCCESS && wc.byte_len == 0 &&
+	      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      ntohl(wc.imm_data) == 0xfeed, "recv 2: %s len %u op %d",
+	      ibv_wc_status_str(wc.status), wc.byte_len, wc.opcode);
+	return true;
+}
+
+static bool t_atomics(struct pair *p)
+{
+	uint64_t *target = (uint64_t *)(sb.buf + 64);
+	uint64_t *orig = (uint64_t *)(sa.buf + 128);
+	struct ibv_wc wc;
+	int i;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	*target = 1000;
+	for (i = 0; i < 10; i++) {
+		*orig = 0;
+		CHECK(!post_atomic(p->a, IBV_WR_ATOMIC_FETCH_AND_ADD, orig,
+				   (uintptr_t)target, sb.mr->rkey, 5, 0, 10 + i),
+		      "fadd");
+		CHECK(wait_wc(&sa, p->a, &wc, 5000) &&
+		      wc.status == IBV_WC_SUCCESS &&
+		      wc.opcode == IBV_WC_FETCH_ADD, "fadd: %s",
+		      ibv_wc_status_str(wc.status));
+		CHECK(*orig == 1000 + 5u * i, "fadd %d returned %llu", i,
+		      (unsigned long long)*orig);
+	}
+	CHECK(*target == 1050, "after fadd: %llu", (unsigned long long)*target);
+	CHECK(!post_atomic(p->a, IBV_WR_ATOMIC_CMP_AND_SWP, orig,
+			   (uintptr_t)target, sb.mr->rkey, 1050, 77, 30), "cas");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_COMP_SWAP, "cas: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(*orig == 1050 && *target == 77, "cas hit: %llu %llu",
+	      (unsigned long long)*orig, (unsigned long long)*target);
+	CHECK(!post_atomic(p->a, IBV_WR_ATOMIC_CMP_AND_SWP, orig,
+			   (uintptr_t)target, sb.mr->rkey, 1, 99, 31), "cas 2");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS,
+	      "cas 2: %s", ibv_wc_status_str(wc.status));
+	CHECK(*orig == 77 && *target == 77, "cas miss: %llu %llu",
+	      (unsigned long long)*orig, (unsigned long long)*target);
+	/* Misaligned: invalid request. */
+	CHECK(!post_atomic(p->a, IBV_WR_ATOMIC_FETCH_AND_ADD, orig,
+			   (uintptr_t)target + 4, sb.mr->rkey, 1, 0, 1) &&
+	      !post_atomic(p->a, IBV_WR_ATOMIC_FETCH_AND_ADD, orig,
+			   (uintptr_t)target, sb.mr->rkey, 1, 0, 2), "misaligned");
+	return expect_error_then_flush(p, IBV_WC_REM_INV_REQ_ERR, 5000);
+}
+
+#define STRESS_THREADS	4
+#define STRESS_EACH	5000
+
+struct stress {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint8_t *remote;
+	int failed;
+};
+
+static void *stress_post(void *arg)
+{
+	struct stress *st = arg;
+	int i, ret;
+
+	for (i = 0; i < STRESS_EACH; i++) {
+		do {
+			ret = post_send(st->qp, IBV_WR_RDMA_WRITE, sa.buf, 8,
+					sa.mr->lkey, (uintptr_t)st->remote,
+					sb.mr->rkey, i);
+			if (ret == ENOMEM)
+				sched_yield();
+		} while (ret == ENOMEM);
+		if (ret) {
+			st->failed = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static bool t_post_stress(struct pair *p)
+{
+	const long total = (long)STRESS_THREADS * STRESS_EACH;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 256, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct stress st = { .remote = sb.buf + 4096 };
+	pthread_t th[STRESS_THREADS];
+	struct ibv_wc wc[32];
+	long done = 0, last = 0;
+	double stall = now_ms();
+	int i, n;
+
+	st.cq = ibv_create_cq(sa.ctx, 1024, NULL, NULL, 0);
+	CHECK(st.cq, "cq");
+	ia.send_cq = ia.recv_cq = st.cq;
+	p->a = ibv_create_qp(sa.pd, &ia);
+	p->b = qp_new(&sb);
+	CHECK(p->a && p->b, "create");
+	CHECK(!ibv_modify_qp(p->a, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "init");
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, &conn_default) &&
+	      !qp_connect(p->b, &sb, &sa, p->a->qp_num, &conn_default),
+	      "connect");
+	st.qp = p->a;
+	for (i = 0; i < STRESS_THREADS; i++)
+		CHECK(!pthread_create(&th[i], NULL, stress_post, &st), "thread");
+	while (done < total) {
+		n = ibv_poll_cq(st.cq, 32, wc);
+		if (n < 0)
+			break;
+		for (i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				printf("# completion %ld: %s\n", done + i,
+				       ibv_wc_status_str(wc[i].status));
+				st.failed = -1;
+			}
+		done += n;
+		if (done != last) {
+			last = done;
+			stall = now_ms();
+		} else if (now_ms() - stall > 10000) {
+			break;	/* 10 s without a completion: lost */
+		}
+		if (st.failed)
+			break;
+	}
+	for (i = 0; i < STRESS_THREADS; i++)
+		pthread_join(th[i], NULL);
+	printf("# %ld of %ld WRITEs completed\n", done, total);
+	ibv_destroy_qp(p->a);
+	p->a = NULL;
+	ibv_destroy_cq(st.cq);
+	CHECK(!st.failed, "failed: %d", st.failed);
+	CHECK(done == total, "stalled at %ld of %ld", done, total);
+	return true;
+}
+
+static const struct {
+	const char *name;
+	bool (*fn)(struct pair *p);
+} cases[] = {
+	{ "read_write", t_read_write },
+	{ "zero_length", t_zero_length },
+	{ "atomics", t_atomics },
+	{ "rnr_exceeded", t_rnr_exceeded },
+	{ "rnr_recover", t_rnr_recover },
+	{ "rem_access", t_rem_access },
+	{ "rem_inv_req", t_rem_inv_req },
+	{ "retry_exceeded", t_retry_exceeded },
+	{ "post_stress", t_post_stress },
+};
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL, *dev2 = NULL;
+	int gid = -1, gid2 = -1, opt, n = 0, i, j;
+	bool run_all;
+
+	while ((opt = getopt(argc, argv, "d:g:D:G:")) != -1) {
+		switch (opt) {
+		case 'd': dev = optarg; break;
+		case 'g': gid = atoi(optarg); break;
+		case 'D': dev2 = optarg; break;
+		case 'G': gid2 = atoi(optarg); break;
+		default: goto usage;
+		}
+	}
+	if (!dev || gid < 0)
+		goto usage;
+	if (!dev2) {
+		dev2 = dev;
+		gid2 = gid;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (side_open(&sa, dev, gid) || side_open(&sb, dev2, gid2)) {
+		fprintf(stderr, "setup: %s\n", strerror(errno));
+		return 2;
+	}
+	run_all = optind == argc;
+	printf("TAP version 13\n");
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		struct pair p = {};
+		bool ok;
+
+		if (!run_all) {
+			for (j = optind; j < argc; j++)
+				if (!strcmp(argv[j], cases[i].name))
+					break;
+			if (j == argc)
+				continue;
+		}
+		ok = cases[i].fn(&p);
+		pair_down(&p);
+		printf("%s %d %s\n", ok ? "ok" : "not ok", ++n, cases[i].name);
+		failures += !ok;
+	}
+	printf("1..%d\n", n);
+	return failures ? 1 : 0;
+
+usage:
+	fprintf(stderr, "usage: rc_errors -d DEV -g GID [-D DEV2 -G GID2] [CASE...]\n");
+	return 2;
+}
