@@ -435,8 +435,15 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {
 		if (progress)
 			srx_comp_arm_retrans(qp, true);
-		/* Bulk sending is send_work's, not this softirq's. */
-		if ((progress && req->blocked) || req->go_back)
+		/*
+		 * Bulk sending is send_work's, not this softirq's: a reopened
+		 * window, or WQEs posted while the engine was active (their
+		 * posters did not ring, K6). With nothing left, the engine
+		 * goes idle here, unless a post just came.
+		 */
+		if (req->go_back ||
+		    (progress && (req->blocked || srx_req_pending(qp))) ||
+		    srx_req_try_idle(qp))
 			srx_qp_kick(qp);
 	}
 out:

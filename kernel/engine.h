@@ -68,6 +68,7 @@ struct srx_req {
 	bool timed_out;		/* the retransmit timer fired */
 	bool probe;		/* since a timeout: one packet out, with AckReq */
 	bool blocked;		/* stopped on the window, rd_atomic, a fence */
+	bool active;		/* the SQ's engine word says ACTIVE (K6) */
 	bool asked_again;	/* re-requested from asked_psn after a gap */
 	u32 asked_psn;
 	/* From the attributes (qp.c, srx_qp_engine_attr()); kept by RESET. */
@@ -122,6 +123,8 @@ bool srx_pkt_from_peer(const struct srx_qp *qp, const struct sk_buff *skb);
 
 /* req.c */
 bool srx_req_run(struct srx_qp *qp, u32 budget);
+bool srx_req_pending(struct srx_qp *qp);
+bool srx_req_try_idle(struct srx_qp *qp);
 struct sk_buff *srx_pkt_alloc(struct srx_qp *qp,
 			      struct srx_roce_hdr_args *a, u32 payload,
 			      u8 **data);

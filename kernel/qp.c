@@ -105,7 +105,7 @@ static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 	l->comp_mask = 0;
 	l->done_offset = offsetof(struct srx_wq_ctrl, done);
 	l->cqe_idx_offset = (void *)wq->cqe_idx - wq->mem;
-	l->reserved = 0;
+	l->engine_offset = offsetof(struct srx_wq_ctrl, engine);
 }
 
 u8 srx_wr_to_wc_opcode(u8 wr_opcode)
@@ -292,6 +292,13 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 	WRITE_ONCE(qp->state, state);	/* posters read it locklessly */
 	WRITE_ONCE(qp->sq.ctrl->state, state);
 	WRITE_ONCE(qp->rq.ctrl->state, state);
+	/*
+	 * K6: out of RTS the engine is not running for the poster: a post to
+	 * a QP in error rings and flushes. The requester sets ACTIVE under
+	 * state_lock and only in RTS (req.c), so it cannot undo this.
+	 */
+	if (state != IB_QPS_RTS)
+		WRITE_ONCE(qp->sq.ctrl->engine, 0);
 	smp_mb();
 }
 

@@ -25,6 +25,7 @@
 #include "mr.h"
 #include "net.h"
 #include "qp.h"
+#include "ring.h"
 #include "take.h"
 
 /*
@@ -228,6 +229,90 @@ static u8 srx_acc_wc_status(enum srx_acc acc)
 }
 
 /*
+ * K6 of srx-abi.h: tell a user QP's posters that the send engine will
+ * read prod again without a doorbell. Only in RTS, under state_lock:
+ * srx_qp_publish_state() clears the word out of RTS under the same lock,
+ * so a QP in error always has it clear and a post to it rings. The kernel
+ * keeps its own copy (req.active) and never reads the shared word, which
+ * the process can write: a process that scribbles on it only keeps its
+ * own posts from ringing.
+ */
+static void srx_req_set_active(struct srx_qp *qp)
+{
+	unsigned long flags;
+
+	if (!qp->is_user || qp->req.active)
+		return;
+	spin_lock_irqsave(&qp->state_lock, flags);
+	if (qp->state == IB_QPS_RTS) {
+		WRITE_ONCE(qp->sq.ctrl->engine, SRX_WQ_ENGINE_ACTIVE);
+		qp->req.active = true;
+	}
+	spin_unlock_irqrestore(&qp->state_lock, flags);
+}
+
+/* WQEs posted and not yet taken, as far as an honest producer goes. */
+static u32 srx_req_takeable(struct srx_qp *qp)
+{
+	struct srx_wq *sq = &qp->sq;
+	unsigned long flags;
+	u32 n;
+
+	spin_lock_irqsave(&sq->lock, flags);
+	n = srx_ring_takeable(srx_wq_prod(qp, sq), sq->kcons, sq->kdone,
+			      sq->entries);
+	spin_unlock_irqrestore(&sq->lock, flags);
+	return n;
+}
+
+/*
+ * Whether the requester has something to send once the window allows:
+ * WQEs taken and not all sent, or WQEs posted and not taken.
+ * Context: send_lock held.
+ */
+bool srx_req_pending(struct srx_qp *qp)
+{
+	lockdep_assert_held(&qp->send_lock);
+
+	return qp->req.cur != qp->sq.kcons || srx_req_takeable(qp);
+}
+
+/**
+ * srx_req_try_idle - let the send engine of a user QP go idle (K6)
+ * @qp: the QP
+ *
+ * Only with nothing outstanding (no PSN unacknowledged, no RNR wait, no
+ * retry pending) and nothing taken unsent: then the engine stores
+ * engine = 0, issues smp_mb(), and reads prod again; if a poster
+ * published meanwhile (and so may have seen ACTIVE and not rung), the
+ * engine is active again and the caller goes on. The pair of libsrx's
+ * store of prod, full barrier and load of engine (U6): either this reload
+ * sees the new prod or the poster sees ACTIVE clear and rings.
+ *
+ * Context: send_lock held.
+ * Return: true if there is more to take: the engine stays active.
+ */
+bool srx_req_try_idle(struct srx_qp *qp)
+{
+	struct srx_req *req = &qp->req;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	if (!qp->is_user || !req->active)
+		return false;
+	if (req->una != req->psn_max || req->rnr_wait || req->go_back ||
+	    req->timed_out || req->cur != qp->sq.kcons)
+		return false;
+	req->active = false;
+	WRITE_ONCE(qp->sq.ctrl->engine, 0);
+	smp_mb();	/* K6: engine store before the prod reload */
+	if (!srx_req_takeable(qp))
+		return false;
+	srx_req_set_active(qp);
+	return true;
+}
+
+/*
  * The next WQE to send from, taking more from the ring when the taken
  * ones are all sent; NULL when there is none.
  */
@@ -311,6 +396,7 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 	if (qp->base_qp.qp_type != IB_QPT_RC ||
 	    READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
+	srx_req_set_active(qp);
 	if (req->timed_out)
 		srx_comp_timeout(qp);
 	if (req->go_back)
@@ -321,7 +407,13 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 
 	while (budget && READ_ONCE(qp->state) == IB_QPS_RTS) {
 		e = srx_req_next_wqe(qp);
-		if (!e || e->eng.state == SRX_SWQE_ERROR)
+		if (!e) {
+			/* Nothing to take: idle, unless a post just came. */
+			if (srx_req_try_idle(qp))
+				continue;
+			break;
+		}
+		if (e->eng.state == SRX_SWQE_ERROR)
 			break;
 		rd = srx_swqe_is_rd_atomic(e);
 		if (srx_psn_diff(req->psn, req->una) >=

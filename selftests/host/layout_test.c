@@ -71,6 +71,7 @@ static struct srx_wq_layout wq_layout(uint32_t entries, uint32_t wqe_size,
 		.cons_offset = offsetof(struct srx_wq_ctrl, cons),
 		.state_offset = offsetof(struct srx_wq_ctrl, state),
 		.done_offset = offsetof(struct srx_wq_ctrl, done),
+		.engine_offset = offsetof(struct srx_wq_ctrl, engine),
 		.wqe_offset = sizeof(struct srx_wq_ctrl),
 		.max_sge = (wqe_size - hdr) / sizeof(struct srx_sge),
 		.max_inline = wqe_size - hdr,
@@ -210,12 +211,13 @@ TEST(wq_control_word_inside_the_wqes)
 	};
 	unsigned int w, i;
 
-	for (w = 0; w < 4; w++) {
+	for (w = 0; w < 5; w++) {
 		for (i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
 			struct srx_wq_layout l = good;
 			uint32_t *field[] = {
 				&l.prod_offset, &l.cons_offset,
 				&l.state_offset, &l.done_offset,
+				&l.engine_offset,
 			};
 
 			*field[w] = inside[i];

@@ -17,7 +17,8 @@
  *                       load of prod (and of the consumer word); pairs with
  *                       the kernel's smp_mb() between publishing prod and
  *                       reading the arm word (K3). Also the poster's half of
- *                       the doorbell contract: prod store before state load.
+ *                       the doorbell contract: prod store before state load,
+ *                       and before the engine-word load of an RC send (U6).
  *  srx_publish_prod()   U4: release; the WQE is complete before the kernel
  *                       reads prod with acquire.
  *  srx_load_wq_cons()   U5: acquire; pairs with the kernel's release of a

@@ -4,9 +4,10 @@
  * work requests straight into the mapped send and receive rings.
  *
  * Posting is not on the lock-free list: each queue has a spinlock for its
- * posters, as in every rdma-core provider. A receive makes no system call,
+ * posters, as in every rdma-core provider. A receive makes no system call;
  * a send on an RC QP rings the doorbell (a write() POST_SEND without work
- * requests), in which the kernel's requester runs; other sends make none.
+ * requests), in which the kernel's requester runs, only when the kernel's
+ * send engine is idle (U6); other sends make none.
  * Any post rings when the kernel has put the QP in the error state: then
  * the kernel must see the new WQEs to complete them as flushed. A doorbell
  * that fails fails the post.
@@ -38,6 +39,7 @@ static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
 	wq->cons = (uint32_t *)(base + l->cons_offset);
 	wq->state = (uint32_t *)(base + l->state_offset);
 	wq->done = (uint32_t *)(base + l->done_offset);
+	wq->engine = (uint32_t *)(base + l->engine_offset);
 	wq->cqe_idx = (uint32_t *)(base + l->cqe_idx_offset);
 	wq->wqes = base + l->wqe_offset;
 	wq->entries = l->entries;
@@ -222,6 +224,22 @@ static bool srx_wq_publish(struct srx_wq *wq, uint32_t start)
 }
 
 /*
+ * The same for an RC send queue, whose requester runs in the kernel (U6
+ * of srx-abi.h): ring only if the kernel's send engine is idle. While it
+ * is active (a stream in flight) it reads prod again by itself, so a post
+ * costs no system call; a QP in error keeps the engine idle, so a post to
+ * it rings and is flushed.
+ */
+static bool srx_sq_publish_rc(struct srx_wq *wq, uint32_t start)
+{
+	if (wq->head == start)
+		return false;
+	srx_publish_prod(wq->prod, wq->head);
+	srx_arm_fence();
+	return !(srx_load_relaxed(wq->engine) & SRX_WQ_ENGINE_ACTIVE);
+}
+
+/*
  * Ring the doorbell for the WQEs [start, end) this call published. Returns
  * 0, or the doorbell's errno with *@taken the number of those WQEs the
  * kernel is nonetheless known to have taken (below its consumer index: it
@@ -381,14 +399,10 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *first,
 		}
 	}
 	end = wq->head;
-	doorbell = srx_wq_publish(wq, start);
-	/*
-	 * An RC QP's requester runs in the kernel: the doorbell hands it
-	 * what was posted (the kernel sends the first packets inside the
-	 * call). Every post rings for now.
-	 */
-	if (end != start && ibqp->qp_type == IBV_QPT_RC)
-		doorbell = true;
+	if (ibqp->qp_type == IBV_QPT_RC)
+		doorbell = srx_sq_publish_rc(wq, start);
+	else
+		doorbell = srx_wq_publish(wq, start);
 	pthread_spin_unlock(&wq->lock);
 
 	if (doorbell) {

@@ -161,6 +161,7 @@ struct srx_wq {
 	uint32_t *cons;			/* kernel-written */
 	uint32_t *state;		/* kernel-written */
 	uint32_t *done;			/* kernel-written */
+	uint32_t *engine;		/* kernel-written (K6) */
 	uint32_t *cqe_idx;		/* kernel-written, [entries] */
 	char *wqes;
 	uint32_t entries;

@@ -31,6 +31,7 @@ static inline bool srx_wq_layout_ok(const struct srx_wq_layout *l, size_t hdr)
 	uint64_t idx_end = idx + (uint64_t)l->entries * sizeof(uint32_t);
 	const uint32_t words[] = {
 		l->prod_offset, l->cons_offset, l->state_offset, l->done_offset,
+		l->engine_offset,
 	};
 	unsigned int i;
 

@@ -65,6 +65,19 @@
  *   reads state. If it sees SRX_QP_STATE_ERR it rings the doorbell (a
  *   write() POST_SEND command with no work requests). If that fails, the
  *   WQEs from cons on are not known to be taken.
+ *   Send doorbell of an RC QP (no lost wake-up; format 4), a Dekker pair
+ *   on the SQ's prod and engine words, as io_uring's SQPOLL NEED_WAKEUP:
+ *   K6 the kernel sets SRX_WQ_ENGINE_ACTIVE while its send engine will
+ *      read prod again without a doorbell (work queued or running,
+ *      packets outstanding, a timer pending). It clears it only when it
+ *      finds nothing to take: it stores engine = 0, issues smp_mb(), and
+ *      reads prod again (acquire); if prod moved it sets ACTIVE again and
+ *      goes on. A QP in the error or reset state keeps it clear.
+ *   U6 userspace publishes prod (U4), issues a full barrier, reads engine,
+ *      and rings the doorbell only if ACTIVE is clear. Either the kernel's
+ *      reload sees the new prod, or the poster sees ACTIVE clear and
+ *      rings: no WQE is left unsent. A QP in error keeps ACTIVE clear, so
+ *      the state rule above is folded in: a post to it rings and flushes.
  *
  * The kernel never trusts a word userspace can write: it keeps its own copy
  * of every index it owns, reads each user-written word once with READ_ONCE()
@@ -112,9 +125,11 @@
 /*
  * Version of the ring and entry formats below. 3: work queues have done and
  * cqe_idx, and a slot is free when its completion has been polled (U5),
- * not when the kernel has taken its WQE.
+ * not when the kernel has taken its WQE. 4: the send queue has the engine
+ * word (K6/U6), and an RC send rings the doorbell only when the engine is
+ * idle.
  */
-#define SRX_RING_FORMAT 3
+#define SRX_RING_FORMAT 4
 
 /* Cache-line size every shared layout is padded to. */
 #define SRX_CACHELINE 64
@@ -236,8 +251,15 @@ struct srx_wq_ctrl {
 	__u32 cons;		/* WQEs the kernel has taken; store-release (K4) */
 	__u32 state;		/* SRX_QP_STATE_* of the owning QP */
 	__u32 done;		/* WQEs the kernel has completed; store-release (K5) */
-	__u8 reserved1[SRX_CACHELINE - 12];
+	__u32 engine;		/* SQ: SRX_WQ_ENGINE_* (K6); RQ: 0 */
+	__u8 reserved1[SRX_CACHELINE - 16];
 };
+
+/*
+ * Bit of the engine word: the send engine will read prod again without a
+ * doorbell (K6/U6).
+ */
+#define SRX_WQ_ENGINE_ACTIVE	0x1u
 
 struct srx_sge {
 	__aligned_u64 addr;
@@ -303,7 +325,7 @@ struct srx_wq_layout {
 	__u32 comp_mask;		/* none defined yet: 0 */
 	__u32 done_offset;		/* __u32, kernel-written (K5) */
 	__u32 cqe_idx_offset;		/* __u32[entries], kernel-written (K5) */
-	__u32 reserved;			/* 0 */
+	__u32 engine_offset;		/* __u32, kernel-written (K6) */
 };
 
 /* ------------------------------------------------------------------ */
