@@ -272,17 +272,23 @@ static void srx_cq_raise_error(struct srx_cq *cq)
  * @cqes: @n completions, already in ring format
  * @n: how many
  * @qp: the QP they belong to (kept for ib_poll_cq of kernel CQs)
- * @idx: if not NULL, gets the CQ index of each of the @n completions; one
- *	that was dropped gets the index of the last completion written before
- *	it. A work queue frees a slot once the consumer index has passed it
- *	(srx-abi.h, U5).
+ * @wd: if not NULL, the work queue of the @n completions: each one's CQ
+ *	index goes to its cqe_idx word (one that was dropped gets the index
+ *	of the last completion written before it), then done moves past them
+ *	(K5), all before the CQEs are published: a consumer that polled a
+ *	completion finds its slot completed, and frees it (U5) once the
+ *	consumer index has passed that index. Publishing done after the CQEs
+ *	left a window in which an application that had polled a completion
+ *	got ENOMEM from its next post (perftest's ib_write_bw at tx depth =
+ *	max_send_wr, once posting made no system call).
  *
  * Context: any; takes cq->lock with interrupts off.
  * Return: 0, or -EOVERFLOW when some were dropped because the ring was full
  * or the CQ is in error; the caller then moves its QP to the error state.
  */
 int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
-		unsigned int n, struct ib_qp *qp, u32 *idx)
+		unsigned int n, struct ib_qp *qp,
+		const struct srx_cq_wq_done *wd)
 {
 	struct srx_cq_ring *ring;
 	bool raise_error = false, fire = false;
@@ -311,9 +317,11 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		failed |= cqes[i].status != IB_WC_SUCCESS;
 	}
 
-	if (idx) {
+	if (wd) {
 		for (i = 0; i < n; i++)
-			idx[i] = cq->prod + min(i, posted) - (i >= posted);
+			WRITE_ONCE(wd->cqe_idx[(wd->first + i) & wd->mask],
+				   cq->prod + min(i, posted) - (i >= posted));
+		smp_store_release(wd->done, wd->first + n);	/* K5 */
 	}
 
 	if (posted) {

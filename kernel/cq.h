@@ -101,8 +101,22 @@ int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int srx_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int srx_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+/*
+ * Where a work queue records the completions of its WQEs (K5 of
+ * srx-abi.h): srx_cq_post() writes each one's CQ index into cqe_idx and
+ * then done, before it publishes the CQEs, so a consumer that has polled
+ * a completion finds its work request's slot completed (U5).
+ */
+struct srx_cq_wq_done {
+	u32 *cqe_idx;		/* the work queue's array */
+	u32 mask;		/* its entries - 1 */
+	u32 first;		/* the WQE number of the first completion */
+	u32 *done;		/* its done word */
+};
+
 int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
-		unsigned int n, struct ib_qp *qp, u32 *idx);
+		unsigned int n, struct ib_qp *qp,
+		const struct srx_cq_wq_done *wd);
 u32 srx_cq_last_idx(struct srx_cq *cq);
 
 #endif /* SRX_CQ_H */

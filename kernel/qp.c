@@ -161,7 +161,7 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 			      struct srx_cq *cq, u32 budget)
 {
 	struct srx_cqe cqes[SRX_FLUSH_BATCH];
-	u32 idx[SRX_FLUSH_BATCH];
+	struct srx_cq_wq_done wd;
 	unsigned long flags;
 	u32 pending, n, i;
 
@@ -195,12 +195,16 @@ static u32 srx_wq_flush_batch(struct srx_qp *qp, struct srx_wq *wq, bool send,
 		}
 	}
 	if (n) {
-		/* An overrun here changes nothing: the QP is already in error. */
-		srx_cq_post(cq, cqes, n, &qp->base_qp, idx);
-		/* K5: each slot says which CQE frees it, then done moves. */
-		for (i = 0; i < n; i++)
-			WRITE_ONCE(wq->cqe_idx[(wq->kdone + i) &
-					       (wq->entries - 1)], idx[i]);
+		/*
+		 * An overrun here changes nothing: the QP is already in error.
+		 * K5: each slot says which CQE frees it, then done moves, in
+		 * srx_cq_post() before the CQEs are published.
+		 */
+		wd.cqe_idx = wq->cqe_idx;
+		wd.mask = wq->entries - 1;
+		wd.first = wq->kdone;
+		wd.done = &wq->ctrl->done;
+		srx_cq_post(cq, cqes, n, &qp->base_qp, &wd);
 		wq->kdone += n;
 	}
 	/* Again each batch: a process may have scribbled over both words. */
@@ -428,20 +432,27 @@ void srx_wq_complete(struct srx_qp *qp, bool send, const struct srx_cqe *cqe)
 	struct srx_wq *wq = send ? &qp->sq : &qp->rq;
 	struct srx_cq *cq = to_srx_cq(send ? qp->base_qp.send_cq :
 					     qp->base_qp.recv_cq);
+	struct srx_cq_wq_done wd = {
+		.cqe_idx = wq->cqe_idx,
+		.mask = wq->entries - 1,
+		.done = &wq->ctrl->done,
+	};
 	unsigned long flags;
 	bool overrun = false;
-	u32 idx;
 
 	lockdep_assert_held(send ? &qp->send_lock : &qp->resp_lock);
 
 	spin_lock_irqsave(&wq->lock, flags);
-	if (cqe)
-		overrun = srx_cq_post(cq, cqe, 1, &qp->base_qp, &idx) != 0;
-	else
-		idx = srx_cq_last_idx(cq);
-	WRITE_ONCE(wq->cqe_idx[wq->kdone & (wq->entries - 1)], idx);
+	wd.first = wq->kdone;
+	if (cqe) {
+		/* K5 in srx_cq_post(), before the CQE is published. */
+		overrun = srx_cq_post(cq, cqe, 1, &qp->base_qp, &wd) != 0;
+	} else {
+		WRITE_ONCE(wq->cqe_idx[wq->kdone & (wq->entries - 1)],
+			   srx_cq_last_idx(cq));
+		smp_store_release(&wq->ctrl->done, wq->kdone + 1);	/* K5 */
+	}
 	wq->kdone++;
-	smp_store_release(&wq->ctrl->done, wq->kdone);	/* K5 */
 	spin_unlock_irqrestore(&wq->lock, flags);
 
 	if (overrun)

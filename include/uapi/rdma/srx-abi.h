@@ -49,7 +49,9 @@
  *      ahead of done, is not honest: the kernel takes nothing.
  *   K5 when the kernel completes WQEs, in order, it writes the CQ index of
  *      each one's CQE into the slot's word of the cqe_idx array, then
- *      publishes done (WQEs completed) with smp_store_release().
+ *      publishes done (WQEs completed) with smp_store_release(), both
+ *      before it publishes those CQEs (K1): a consumer that has polled a
+ *      completion finds its work request's slot completed.
  *   U5 userspace reads done with a load-acquire; a slot below it is free
  *      once its CQE has been polled: once cqe_idx of the slot no longer
  *      lies in [cons, prod) of the queue's CQ, read from the CQ's current
