@@ -391,8 +391,16 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	}
 	aeth = srx_roce_pkt_hdr(pkt, skb->data, SRX_ROCE_AETH);
 
-	/* Whatever else it is, it acknowledges every PSN before it. */
+	/*
+	 * Whatever else it is, it acknowledges every PSN before it. What
+	 * that completed is retired at once: the ACK, NAK or response
+	 * itself is about the WQE at kdone after it, and a done WQE left
+	 * there would stop srx_comp_ack(), take a NAK's blame, or turn a
+	 * READ response away.
+	 */
 	progress = srx_comp_ack(qp, srx_psn_add(pkt->psn, SRX_SEQ24_MASK));
+	if (progress)
+		srx_comp_retire(qp);
 
 	switch (pkt->opcode) {
 	case SRX_ROCE_RC_ACK:
