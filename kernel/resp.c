@@ -221,10 +221,15 @@ static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
 	}
 	resp->cur_op = 0;
 	resp->msn = srx_msn_add(resp->msn, 1);
+	if (e && e->result != SRX_WQE_OK) {
+		/* As for a SEND into an invalid receive WQE: the QP ends. */
+		srx_resp_complete(qp, srx_wqe_wc_status(e->result),
+				  IB_WC_RECV_RDMA_WITH_IMM, 0, pkt, buf);
+		return SRX_RESP_NAK_OP;
+	}
 	if (e)
-		srx_resp_complete(qp, e->result == SRX_WQE_OK ? IB_WC_SUCCESS :
-				  srx_wqe_wc_status(e->result),
-				  IB_WC_RECV_RDMA_WITH_IMM, resp->wlen, pkt, buf);
+		srx_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV_RDMA_WITH_IMM,
+				  resp->wlen, pkt, buf);
 	return SRX_RESP_ACK;
 }
 
