@@ -891,9 +891,10 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & IB_QP_STATE) {
 		spin_lock_irq(&qp->state_lock);
-		if (next != IB_QPS_ERR && qp->state == IB_QPS_ERR &&
-		    cur != IB_QPS_ERR)
-			next = IB_QPS_ERR;	/* the engine's error won */
+		/* The engine's error won; RESET, valid from ERR, still goes. */
+		if (next != IB_QPS_ERR && next != IB_QPS_RESET &&
+		    qp->state == IB_QPS_ERR && cur != IB_QPS_ERR)
+			next = IB_QPS_ERR;
 		srx_qp_publish_state(qp, next);
 		spin_unlock_irq(&qp->state_lock);
 
