@@ -380,11 +380,14 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 {
 	struct srx_req *req = &qp->req;
 	const struct srx_aeth *aeth;
+	enum ib_qp_state state;
 	bool progress = false;
 	u8 type;
 
 	spin_lock_bh(&qp->send_lock);
-	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+	state = READ_ONCE(qp->state);
+	/* SQD drains: what is outstanding still completes there. */
+	if ((state != IB_QPS_RTS && state != IB_QPS_SQD) ||
 	    !srx_pkt_from_peer(qp, skb)) {
 		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
 		goto out;

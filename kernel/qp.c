@@ -768,7 +768,13 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 		resp->have_rwqe = false;
 		resp->offset = 0;
 	}
-	if (next == IB_QPS_RTS && cur != IB_QPS_RTS) {
+	/*
+	 * Only the first RTS starts the requester at sq_psn: back from SQD
+	 * it goes on where it stopped. Starting again there would reuse
+	 * PSNs the responder has executed, and it would ACK the new WQEs
+	 * as duplicates without executing them.
+	 */
+	if (next == IB_QPS_RTS && cur == IB_QPS_RTR) {
 		memset(req, 0, offsetof(struct srx_req, mtu));
 		req->psn = a->sq_psn;
 		req->psn_max = a->sq_psn;
@@ -902,6 +908,9 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			srx_qp_engine_reset(qp);
 		} else if (next == IB_QPS_ERR) {
 			srx_qp_flush(qp, true);
+		} else if (next == IB_QPS_RTS && cur == IB_QPS_SQD) {
+			/* Posts made in SQD wait for this: nobody rang. */
+			srx_qp_kick(qp);
 		}
 	}
 out:

@@ -194,6 +194,8 @@ if topo_up srx-self && gids; then
 		errcase rem_inv_req send_nak
 	ok "srx-self: no peer: RETRY_EXC_ERR in bounded time" \
 		errcase retry_exceeded retry_exceeded_err
+	ok "srx-self: RTS to SQD and back: the WRITEs after it land" \
+		errcase sqd_resume
 	ok "srx-self: 4 threads post 20000 WRITEs to one QP: all complete" \
 		errcase post_stress
 else

@@ -26,6 +26,9 @@
  *                  receives complete with byte_len 0 (and the immediate)
  *   atomics        FETCH_AND_ADD and CMP_AND_SWP (hit and miss): the
  *                  original values returned and the memory after
+ *   sqd_resume     WRITEs, RTS -> SQD (one WRITE posted there) -> RTS,
+ *                  more WRITEs: every one completes and its bytes land
+ *                  (back from SQD the requester goes on at its PSN)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -505,6 +508,58 @@ static bool t_atomics(struct pair *p)
 	return expect_error_then_flush(p, IBV_WC_REM_INV_REQ_ERR, 5000);
 }
 
+/* WRITE @n bytes of pattern @seed from a's buffer at @off to b's. */
+static bool sqd_write(struct pair *p, uint32_t off, uint32_t n, int seed,
+		      uint64_t wr_id)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		sa.buf[off + i] = (uint8_t)(i * 13 + seed);
+	return !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf + off, n,
+			  sa.mr->lkey, (uintptr_t)sb.buf + off, sb.mr->rkey,
+			  wr_id);
+}
+
+static bool t_sqd_resume(struct pair *p)
+{
+	const uint32_t n = 4096, rounds = 8;
+	struct ibv_qp_attr attr = {};
+	struct ibv_wc wc;
+	uint32_t k;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	memset(sb.buf, 0, BUF_SIZE);
+	for (k = 0; k < rounds; k++)
+		CHECK(sqd_write(p, k * n, n, 1, k), "write %u", k);
+	for (k = 0; k < rounds; k++)
+		CHECK(wait_wc(&sa, p->a, &wc, 5000) &&
+		      wc.status == IBV_WC_SUCCESS && wc.wr_id == k,
+		      "write %u before SQD: %s", k,
+		      ibv_wc_status_str(wc.status));
+
+	attr.qp_state = IBV_QPS_SQD;
+	CHECK(!ibv_modify_qp(p->a, &attr, IBV_QP_STATE), "to SQD: %s",
+	      strerror(errno));
+	/* Posted in SQD: it waits for RTS (IBTA 10.3.1.1, SQD). */
+	CHECK(sqd_write(p, rounds * n, n, 2, rounds), "write in SQD");
+	attr.qp_state = IBV_QPS_RTS;
+	CHECK(!ibv_modify_qp(p->a, &attr, IBV_QP_STATE), "back to RTS: %s",
+	      strerror(errno));
+	for (k = rounds + 1; k < 2 * rounds; k++)
+		CHECK(sqd_write(p, k * n, n, 2, k), "write %u", k);
+	for (k = rounds; k < 2 * rounds; k++)
+		CHECK(wait_wc(&sa, p->a, &wc, 5000) &&
+		      wc.status == IBV_WC_SUCCESS && wc.wr_id == k,
+		      "write %u after SQD: %s (wr_id %llu)", k,
+		      ibv_wc_status_str(wc.status),
+		      (unsigned long long)wc.wr_id);
+	/* Each must have been executed, not answered as a duplicate. */
+	CHECK(!memcmp(sb.buf, sa.buf, 2 * rounds * n),
+	      "the bytes written after SQD did not land");
+	return true;
+}
+
 #define STRESS_THREADS	4
 #define STRESS_EACH	5000
 
@@ -612,6 +667,7 @@ static const struct {
 	{ "rem_access", t_rem_access },
 	{ "rem_inv_req", t_rem_inv_req },
 	{ "retry_exceeded", t_retry_exceeded },
+	{ "sqd_resume", t_sqd_resume },
 	{ "post_stress", t_post_stress },
 };
 
