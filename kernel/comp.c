@@ -441,6 +441,9 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		 */
 		req->timed_out = false;
 		req->probe = false;
+		/* Resending what the peer has acknowledged would be waste. */
+		if (srx_psn_before(req->psn, req->una))
+			req->psn = req->una;
 	}
 	srx_comp_retire(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {

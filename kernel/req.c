@@ -362,6 +362,14 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 		req->blocked = true;
 		return false;
 	}
+	/*
+	 * A new WQE takes PSNs never sent. req.psn is psn_max here unless
+	 * an ACK moved una past a go-back's resend point, and then a WQE
+	 * starting at req.psn would reuse PSNs the responder has executed:
+	 * it would answer them as duplicates, never executing them, and
+	 * find the rest of the message out of sequence.
+	 */
+	req->psn = req->psn_max;
 	e->eng.first_psn = req->psn;
 	e->eng.last_psn = srx_psn_add(req->psn,
 				      srx_swqe_npkts(e, req->mtu) - 1);
