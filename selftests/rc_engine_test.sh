@@ -117,12 +117,17 @@ cnt() {
 
 # errcase CASE [COUNTER]: one case of rc_errors between side a and side b
 # (one device for srx-self); COUNTER, if given, must have grown on a.
+# A hang is rc_errors' own to report (no completion for 10 s); the limit
+# here only ends a run that cannot finish, and it grows with the slowdown
+# selftests/run is told of (SRX_TEST_TIMEOUT_SCALE: make check-debug's
+# KASAN kernel, where post_stress on srx-self needed more than 60 s).
+errcase_limit=$((60 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
 errcase() {
 	local c0 c1 args=(-d "$TOPO_A_DEV" -g "$gid_a")
 	[ "$TOPO_B_DEV" != "$TOPO_A_DEV" ] && args+=(-D "$TOPO_B_DEV" -G "$gid_b")
 	[ -n "${2:-}" ] && c0=$(cnt a "$2")
 	echo "# + $rc_errors ${args[*]} $1"
-	topo_exec a timeout 60 "$rc_errors" "${args[@]}" "$1" 2>&1 |
+	topo_exec a timeout "$errcase_limit" "$rc_errors" "${args[@]}" "$1" 2>&1 |
 		sed 's/^/#   /' || return 1
 	[ -z "${2:-}" ] && return 0
 	c1=$(cnt a "$2")
