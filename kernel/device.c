@@ -428,6 +428,15 @@ bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
 }
 
 /*
+ * xa_init_flags() gives every xarray initialized in one file one lockdep
+ * class. qp_xa's lock is taken in the receive softirq (srx_qp_get(), with
+ * interrupts off) and mr_xa's in process context only, with bottom halves
+ * on (mr.c: lookups take no lock): sharing a class, lockdep took them for
+ * one lock used both ways ("inconsistent lock state", make check-debug).
+ */
+static struct lock_class_key srx_qp_xa_key;
+
+/*
  * Create and register the device for @netdev.
  *
  * Context: process, from srx_newlink() under the core's link_ops_rwsem.
@@ -447,6 +456,7 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	/* From here on ib_dealloc_device() calls srx_dealloc_driver(). */
 	sdev->counters = alloc_percpu(struct srx_counters);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+	lockdep_set_class(&sdev->qp_xa.xa_lock, &srx_qp_xa_key);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC);
 	if (!sdev->counters) {
 		ret = -ENOMEM;
