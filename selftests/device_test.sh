@@ -45,33 +45,10 @@ bg_pids=()
 # ---------------------------------------------------------------------------
 # TAP and command helpers
 
-# case_ DESCRIPTION FUNCTION [ARGS...]: one TAP line for what FUNCTION says;
-# FUNCTION returns non-zero on failure, or calls skip and returns 0.
-case_() {
-	local desc=$1 t0=$SECONDS
-	shift
-	skip_reason=
-	echo "# ---- $desc"
-	if "$@"; then
-		if [ -n "$skip_reason" ]; then
-			echo "ok $((++n)) $desc # SKIP $skip_reason"
-		else
-			echo "ok $((++n)) $desc"
-		fi
-	else
-		echo "not ok $((++n)) $desc"
-		fails=$((fails + 1))
-	fi
-	echo "# ($((SECONDS - t0)) s)"
-}
-
-skip() {
-	skip_reason=$*
-}
-
-say() {
-	echo "# $*"
-}
+# shellcheck source=selftests/lib/tap.sh
+. "$top/selftests/lib/tap.sh"
+# shellcheck source=selftests/lib/topo.sh
+. "$top/selftests/lib/topo.sh"	# topo_gid_of
 
 # run CMD...: echo it, run it under the hang timeout, show its output as
 # TAP comments, return its status. The output is also left in $out.
@@ -174,33 +151,6 @@ roce_mtu() {
 	echo 0
 }
 
-# The GID the RDMA core derives from an address, as sysfs prints it.
-gid_of() {
-	local a=$1 head tail i groups=() h=() t=()
-	if [[ $a =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)$ ]]; then
-		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' \
-			"${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" \
-			"${BASH_REMATCH[3]}" "${BASH_REMATCH[4]}"
-		return
-	fi
-	if [[ $a == *::* ]]; then
-		head=${a%%::*} tail=${a##*::}
-	else
-		head=$a tail=
-	fi
-	[ -n "$head" ] && IFS=: read -ra h <<<"$head"
-	[ -n "$tail" ] && IFS=: read -ra t <<<"$tail"
-	groups=("${h[@]}")
-	for ((i = ${#h[@]} + ${#t[@]}; i < 8; i++)); do
-		groups+=(0)
-	done
-	groups+=("${t[@]}")
-	printf '%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x\n' \
-		$((16#${groups[0]})) $((16#${groups[1]})) $((16#${groups[2]})) \
-		$((16#${groups[3]})) $((16#${groups[4]})) $((16#${groups[5]})) \
-		$((16#${groups[6]})) $((16#${groups[7]}))
-}
-
 # gid_index NAME GID: the table index holding GID (sysfs of this netns).
 gid_index() {
 	local f g
@@ -217,14 +167,14 @@ gid_index() {
 # has_gid NAME ADDRESS NDEV: a RoCE v2 GID for ADDRESS on netdev NDEV.
 has_gid() {
 	local idx type ndev dir=/sys/class/infiniband/$1/ports/1/gid_attrs
-	idx=$(gid_index "$1" "$(gid_of "$2")") || return 1
+	idx=$(gid_index "$1" "$(topo_gid_of "$2")") || return 1
 	read -r type <"$dir/types/$idx" 2>/dev/null || return 1
 	read -r ndev <"$dir/ndevs/$idx" 2>/dev/null || return 1
 	[ "$type" = "RoCE v2" ] && [ "$ndev" = "$3" ]
 }
 
 no_gid() {
-	! gid_index "$1" "$(gid_of "$2")" >/dev/null
+	! gid_index "$1" "$(topo_gid_of "$2")" >/dev/null
 }
 
 show_gids() {	# for the log when a GID check fails

@@ -40,27 +40,8 @@ fails=0
 skip_reason=
 start_time=$SECONDS
 
-case_() {	# case_ DESCRIPTION FUNCTION [ARGS...]
-	local desc=$1 t0=$SECONDS
-	shift
-	skip_reason=
-	echo "# ---- $desc"
-	if "$@"; then
-		if [ -n "$skip_reason" ]; then
-			echo "ok $((++n)) $desc # SKIP $skip_reason"
-		else
-			echo "ok $((++n)) $desc"
-		fi
-	else
-		echo "not ok $((++n)) $desc"
-		fails=$((fails + 1))
-	fi
-	echo "# ($((SECONDS - t0)) s)"
-}
-
-say() {
-	echo "# $*"
-}
+# shellcheck source=selftests/lib/tap.sh
+. "$top/selftests/lib/tap.sh"
 
 # ---------------------------------------------------------------------------
 # The rules

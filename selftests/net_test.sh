@@ -45,33 +45,8 @@ srx0_was_there=0
 # ---------------------------------------------------------------------------
 # TAP and command helpers
 
-# case_ DESCRIPTION FUNCTION: one TAP line for what FUNCTION says; FUNCTION
-# returns non-zero on failure, or calls skip and returns 0.
-case_() {
-	local desc=$1 t0=$SECONDS
-	shift
-	skip_reason=
-	echo "# ---- $desc"
-	if "$@"; then
-		if [ -n "$skip_reason" ]; then
-			echo "ok $((++n)) $desc # SKIP $skip_reason"
-		else
-			echo "ok $((++n)) $desc"
-		fi
-	else
-		echo "not ok $((++n)) $desc"
-		fails=$((fails + 1))
-	fi
-	echo "# ($((SECONDS - t0)) s)"
-}
-
-skip() {
-	skip_reason=$*
-}
-
-say() {
-	echo "# $*"
-}
+# shellcheck source=selftests/lib/tap.sh
+. "$top/selftests/lib/tap.sh"
 
 # run CMD...: echo it, run it under the timeout, show its output as TAP
 # comments, return its status; the output is left in $out.
