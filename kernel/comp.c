@@ -26,13 +26,6 @@
 #include "qp.h"
 #include "take.h"
 
-static bool srx_swqe_rd_atomic(const struct srx_swqe *e)
-{
-	return e->opcode == IB_WR_RDMA_READ ||
-	       e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-	       e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /*
  * Complete, in order, the WQEs at the head of the send queue that are
  * done or failed. A success completes silently unless it is signaled
@@ -203,7 +196,7 @@ static bool srx_comp_ack(struct srx_qp *qp, u32 psn)
 		if (e->eng.state != SRX_SWQE_SENT ||
 		    srx_psn_after(e->eng.first_psn, psn))
 			break;
-		if (srx_swqe_rd_atomic(e)) {
+		if (srx_wqe_opcode_is_rd_atomic(e->opcode)) {
 			if (!srx_psn_before(psn, e->eng.last_psn))
 				req->go_back = true;
 			break;
@@ -229,7 +222,7 @@ static struct srx_swqe *srx_comp_rd_wqe(struct srx_qp *qp, u32 psn)
 	if (sq->kdone == sq->kcons || psn != qp->req.una)
 		return NULL;
 	e = srx_sq_entry(sq, sq->kdone);
-	if (e->eng.state != SRX_SWQE_SENT || !srx_swqe_rd_atomic(e) ||
+	if (e->eng.state != SRX_SWQE_SENT || !srx_wqe_opcode_is_rd_atomic(e->opcode) ||
 	    !srx_psn_in_window(psn, e->eng.first_psn,
 			       srx_psn_diff(e->eng.last_psn,
 					    e->eng.first_psn) + 1))

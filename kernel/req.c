@@ -88,18 +88,10 @@ int srx_pkt_xmit(struct srx_qp *qp, struct sk_buff *skb)
 	return srx_net_xmit(qp->sdev, &qp->av, skb);
 }
 
-static bool srx_swqe_is_rd_atomic(const struct srx_swqe *e)
-{
-	return e->opcode == IB_WR_RDMA_READ ||
-	       e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-	       e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /* PSNs a message takes: one per path MTU of payload, one at least. */
 static u32 srx_swqe_npkts(const struct srx_swqe *e, u32 mtu)
 {
-	if (e->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-	    e->opcode == IB_WR_ATOMIC_FETCH_AND_ADD || !e->length)
+	if (srx_wqe_opcode_is_atomic(e->opcode) || !e->length)
 		return 1;
 	return DIV_ROUND_UP_ULL(e->length, mtu);
 }
@@ -349,7 +341,7 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 	}
 	if (!(e->send_flags & SRX_SEND_INLINE)) {
 		acc = srx_sge_check(qp->sdev, qp->base_qp.pd,
-				    srx_swqe_is_rd_atomic(e) ?
+				    srx_wqe_opcode_is_rd_atomic(e->opcode) ?
 				    IB_ACCESS_LOCAL_WRITE : 0,
 				    e->sge, e->num_sge, &total);
 		if (acc != SRX_ACC_OK) {
@@ -423,7 +415,7 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 		}
 		if (e->eng.state == SRX_SWQE_ERROR)
 			break;
-		rd = srx_swqe_is_rd_atomic(e);
+		rd = srx_wqe_opcode_is_rd_atomic(e->opcode);
 		if (srx_psn_diff(req->psn, req->una) >=
 		    (req->probe ? 1 : SRX_WINDOW) ||
 		    (rd && req->rd_atomic >= req->max_rd_atomic)) {

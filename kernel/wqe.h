@@ -205,6 +205,13 @@ static inline int srx_wqe_opcode_is_atomic(u32 opcode)
 	}
 }
 
+/* READ and ATOMIC: each takes a responder resource and ends with its response. */
+static inline int srx_wqe_opcode_is_rd_atomic(u32 opcode)
+{
+	return opcode == IB_UVERBS_WR_RDMA_READ ||
+	       srx_wqe_opcode_is_atomic(opcode);
+}
+
 static inline int srx_wqe_opcode_is_rdma(u32 opcode)
 {
 	switch (opcode) {
