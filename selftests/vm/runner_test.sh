@@ -16,7 +16,8 @@
 #                                        passthrough, checkout writable,
 #                                        /etc private, >= 2 NICs,
 #                                        tools/vm/in-guest
-#   D     insmod srx_warn_test.ko        exit 120 (WARNING)    2
+#   D     insmod srx_warn_test.ko        exit 120 (WARNING),   2
+#                                        its RIP named
 #   E     echo c >/proc/sysrq-trigger    exit 121 (panic), no  3
 #                                        second boot
 #   P     true, with an rdinit that does exit 121 after three  3
@@ -82,7 +83,7 @@ vm_finish() { # NAME EXPECTED DESCRIPTION
 log_of() { sed -n 's/^srx-vm: log: //p' "$work/$1.err" | head -n 1; }
 
 echo "TAP version 13"
-echo "1..32"
+echo "1..33"
 echo "# kernel $kver, logs in $work"
 
 # The module for D, built first so that it cannot hold up the boots.
@@ -177,16 +178,20 @@ result $? "tools/vm/in-guest is true in the guest and false on the host"
 
 if [ "$warn_built" = 0 ]; then
 	vm_finish D 120 "a module that warns makes the run exit 120"
+	grep -q 'srx-vm:   .*RIP: 0010:srx_warn_test_init' "$work/D.err"
+	result $? "the warning's RIP, with its function, is named on stderr"
 else
 	result 1 "a module that warns makes the run exit 120 (module build failed)"
+	result 1 "the warning's RIP, with its function, is named on stderr (no module)"
 	diag "$work/warn_build.log"
 fi
 
 # E: a panic ends QEMU (panic=-1, -no-reboot) and is named as such.
 vm_start E --timeout 300 -- sh -c 'echo c >/proc/sysrq-trigger; sleep 100'
 
-# P: a kernel that dies before guest-init starts is booted again (the 6.12
-# int3 flake, Documentation/vm.md), here one that always does: no /init.
+# P: a kernel that dies before guest-init starts is booted again (as 6.12
+# did before tsc=unstable, Documentation/vm.md), here one that always does:
+# no /init.
 vm_start P --timeout 300 --append rdinit=/srx-vm-no-such-init -- true
 
 # T: a checkout under /tmp, where the guest mounts a fresh tmpfs (a CI that
