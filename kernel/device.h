@@ -24,7 +24,13 @@
 #define SRX_MAX_PD		(1u << 20)
 #define SRX_MAX_QP_RD_ATOM	16
 #define SRX_GID_TABLE_LEN	256
-#define SRX_MAX_MSG_SIZE	0x80000000u
+/*
+ * 1 GiB, as mlx5 reports (log_max_msg 30): at the smallest path MTU (256)
+ * a message then spans 2^22 PSNs, half of what PSN order can tell apart
+ * (2^23, IBTA 9.7.1). 2 GiB would span exactly 2^23, and a READ's last
+ * PSN could no longer be ordered against its first.
+ */
+#define SRX_MAX_MSG_SIZE	0x40000000u
 #define SRX_PORT		1
 
 /*
