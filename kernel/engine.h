@@ -112,8 +112,8 @@ struct srx_resp {
 	u32 mtu;
 	int access;		/* the QP's IB_ACCESS_REMOTE_* rights */
 	u8 min_rnr_timer;
-	struct srx_res *res;	/* [res_n], max_dest_rd_atomic */
-	u32 res_n;
+	struct srx_res *res;	/* [res_n] */
+	u32 res_n;		/* max_dest_rd_atomic up to a power of two */
 	u32 res_head;		/* next entry to fill */
 	u32 rd_next;		/* oldest entry that may have responses due */
 };

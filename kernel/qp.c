@@ -27,6 +27,7 @@
  * scheduler in between batches when its caller may sleep: a process can
  * ring the doorbell in a loop with a producer index a whole ring ahead.
  */
+#include <linux/log2.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
@@ -868,7 +869,13 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		avp = &av;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		res_n = max_t(u32, attr->max_dest_rd_atomic, 1);
+		/*
+		 * A power of two: res_head and rd_next are free-running u32s
+		 * and index the ring modulo res_n, which only stays continuous
+		 * across their wrap when res_n divides 2^32.
+		 */
+		res_n = roundup_pow_of_two(max_t(u32,
+						 attr->max_dest_rd_atomic, 1));
 		res = kcalloc(res_n, sizeof(*res), GFP_KERNEL);
 		if (!res) {
 			ret = -ENOMEM;
