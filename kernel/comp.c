@@ -315,6 +315,28 @@ static bool srx_comp_atomic_ack(struct srx_qp *qp,
 	return true;
 }
 
+/*
+ * An ACK moved una: the retry counts start again (IBTA 9.7.5.2.8 counts
+ * retries of one PSN).
+ * Context: send_lock held.
+ */
+static void srx_comp_progressed(struct srx_req *req)
+{
+	req->retry_left = req->retry_cnt;
+	req->rnr_left = req->rnr_retry;
+	/*
+	 * A timeout the timer recorded and the requester has not yet acted
+	 * on is stale now: the peer answered, and the timer is armed again.
+	 * Acting on it would cost a retry and resend the whole window for
+	 * nothing.
+	 */
+	req->timed_out = false;
+	req->probe = false;
+	/* Resending what the peer has acknowledged would be waste. */
+	if (srx_psn_before(req->psn, req->una))
+		req->psn = req->una;
+}
+
 /* An RNR NAK for una: wait the time it names, then resend from una. */
 static void srx_comp_rnr(struct srx_qp *qp, u8 code)
 {
@@ -374,7 +396,7 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	struct srx_req *req = &qp->req;
 	const struct srx_aeth *aeth;
 	enum ib_qp_state state;
-	bool progress = false;
+	bool progress, more = false;
 	u8 type;
 
 	spin_lock_bh(&qp->send_lock);
@@ -395,14 +417,21 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	 * READ response away.
 	 */
 	progress = srx_comp_ack(qp, srx_psn_add(pkt->psn, SRX_SEQ24_MASK));
-	if (progress)
+	if (progress) {
 		srx_comp_retire(qp);
+		/*
+		 * Before the NAK below takes its retry: the counts restart
+		 * with the progress, and the NAK's retry is the first of the
+		 * new count, not forgotten by it.
+		 */
+		srx_comp_progressed(req);
+	}
 
 	switch (pkt->opcode) {
 	case SRX_ROCE_RC_ACK:
 		type = srx_aeth_type(aeth);
 		if (type == SRX_AETH_TYPE_ACK) {
-			progress |= srx_comp_ack(qp, pkt->psn);
+			more = srx_comp_ack(qp, pkt->psn);
 		} else if (pkt->psn == req->una) {
 			/* A NAK names the PSN it refuses, una if current. */
 			if (type == SRX_AETH_TYPE_RNR_NAK)
@@ -415,29 +444,17 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		}
 		break;
 	case SRX_ROCE_RC_ATOMIC_ACK:
-		progress |= srx_comp_atomic_ack(qp, pkt, skb->data);
+		more = srx_comp_atomic_ack(qp, pkt, skb->data);
 		break;
 	default:	/* READ responses */
-		progress |= srx_comp_read_resp(qp, pkt,
-					       skb->data + pkt->payload_off);
+		more = srx_comp_read_resp(qp, pkt,
+					  skb->data + pkt->payload_off);
 		break;
 	}
 
-	if (progress) {
-		req->retry_left = req->retry_cnt;
-		req->rnr_left = req->rnr_retry;
-		/*
-		 * A timeout the timer recorded and the requester has not yet
-		 * acted on is stale now: the peer answered, and the timer is
-		 * armed again below. Acting on it would cost a retry and
-		 * resend the whole window for nothing.
-		 */
-		req->timed_out = false;
-		req->probe = false;
-		/* Resending what the peer has acknowledged would be waste. */
-		if (srx_psn_before(req->psn, req->una))
-			req->psn = req->una;
-	}
+	if (more)
+		srx_comp_progressed(req);
+	progress |= more;
 	srx_comp_retire(qp);
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {
 		if (progress)
