@@ -273,8 +273,9 @@ bool srx_req_pending(struct srx_qp *qp)
  * srx_req_try_idle - let the send engine of a user QP go idle (K6)
  * @qp: the QP
  *
- * Only with nothing outstanding (no PSN unacknowledged, no RNR wait, no
- * retry pending) and nothing taken unsent: then the engine stores
+ * Only with nothing outstanding (no PSN unacknowledged, unless the QP has
+ * no ACK timeout; no RNR wait, no retry pending) and nothing taken
+ * unsent: then the engine stores
  * engine = 0, issues smp_mb(), and reads prod again; if a poster
  * published meanwhile (and so may have seen ACTIVE and not rung), the
  * engine is active again and the caller goes on. The pair of libsrx's
@@ -292,8 +293,16 @@ bool srx_req_try_idle(struct srx_qp *qp)
 
 	if (!qp->is_user || !req->active)
 		return false;
-	if (req->una != req->psn_max || req->rnr_wait || req->go_back ||
-	    req->timed_out || req->cur != qp->sq.kcons)
+	/*
+	 * Outstanding PSNs keep the engine active only while a timer stands
+	 * behind them: their ACK, or else the retransmit timer, runs the
+	 * requester again, and it takes what was posted meanwhile. With no
+	 * timeout (0: wait for ever) a lost last ACK runs nothing, and the
+	 * next post has to ring; its packets' ACK then covers the lost one.
+	 */
+	if ((req->una != req->psn_max && req->timeout_jiffies) ||
+	    req->rnr_wait || req->go_back || req->timed_out ||
+	    req->cur != qp->sq.kcons)
 		return false;
 	req->active = false;
 	WRITE_ONCE(qp->sq.ctrl->engine, 0);

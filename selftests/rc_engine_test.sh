@@ -218,6 +218,12 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: 4 threads post 20000 WRITEs to one QP: all complete" \
 		errcase post_stress
 	ok "srx-srx: zero-length SEND and WRITE with immediate" errcase zero_length
+	# b's egress drops everything while the case says so (its ACKs).
+	export RC_ERRORS_DROP="ip netns exec $TOPO_B_NS tc qdisc replace dev $TOPO_B_NETDEV root netem loss 100%"
+	export RC_ERRORS_PASS="ip netns exec $TOPO_B_NS tc qdisc del dev $TOPO_B_NETDEV root"
+	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \
+		errcase lost_ack_no_timeout
+	unset RC_ERRORS_DROP RC_ERRORS_PASS
 	ok "srx-srx: RDMA WRITE 1 B" perf ib_write_bw a b -s 1 -n 100
 	ok "srx-srx: RDMA WRITE, inline 64 B" perf ib_write_bw a b -s 64 -I 64 -n 200
 	ok "srx-srx: RDMA WRITE latency, 2 B" perf ib_write_lat a b -s 2 -n 200

@@ -29,6 +29,12 @@
  *   sqd_resume     WRITEs, RTS -> SQD (one WRITE posted there) -> RTS,
  *                  more WRITEs: every one completes and its bytes land
  *                  (back from SQD the requester goes on at its PSN)
+ *   lost_ack_no_timeout
+ *                  a QP with timeout 0 (no retransmission) whose last
+ *                  ACK is lost: the next post still goes out, and its
+ *                  ACK completes both WRITEs. Needs RC_ERRORS_DROP and
+ *                  RC_ERRORS_PASS, shell commands that make b's packets
+ *                  drop and pass (two devices only: b's ACKs alone)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -655,6 +661,60 @@ static bool t_post_stress(struct pair *p)
 	return true;
 }
 
+/* Whether b's buffer holds @n bytes of pattern @seed at @off, within @ms. */
+static bool landed(uint32_t off, uint32_t n, int seed, int ms)
+{
+	double end = now_ms() + ms;
+	uint32_t i;
+
+	do {
+		for (i = 0; i < n; i++)
+			if (sb.buf[off + i] != (uint8_t)(i * 13 + seed))
+				break;
+		if (i == n)
+			return true;
+		usleep(1000);
+	} while (now_ms() < end);
+	return false;
+}
+
+static bool t_lost_ack_no_timeout(struct pair *p)
+{
+	const char *drop = getenv("RC_ERRORS_DROP");
+	const char *pass = getenv("RC_ERRORS_PASS");
+	struct conn ca = conn_default;
+	struct ibv_wc wc;
+	bool ok;
+
+	CHECK(drop && pass && sa.ctx != sb.ctx,
+	      "needs two devices, RC_ERRORS_DROP and RC_ERRORS_PASS");
+	ca.timeout = 0;		/* no retransmit timer at all */
+	if (!pair_up(p, &ca, &conn_default))
+		return false;
+	/* Neighbours resolved both ways before anything is dropped. */
+	CHECK(sqd_write(p, 0, 4096, 1, 1), "post 1");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 1, "WRITE 1 did not complete");
+
+	CHECK(system(drop) == 0, "%s failed", drop);
+	ok = sqd_write(p, 4096, 4096, 2, 2) && landed(4096, 4096, 2, 5000) &&
+	     !wait_wc(&sa, p->a, &wc, 300);
+	if (system(pass) != 0) {
+		printf("# %s failed\n", pass);
+		return false;
+	}
+	CHECK(ok, "WRITE 2 did not land, or completed although b's ACK was dropped");
+
+	/* Engine idle or not, this post must go out and be acknowledged. */
+	CHECK(sqd_write(p, 8192, 4096, 3, 3), "post 3");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 2, "WRITE 2 never completed: the next post was not sent");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 3, "WRITE 3 never completed");
+	CHECK(landed(8192, 4096, 3, 0), "WRITE 3's bytes");
+	return true;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct pair *p);
@@ -669,6 +729,7 @@ static const struct {
 	{ "retry_exceeded", t_retry_exceeded },
 	{ "sqd_resume", t_sqd_resume },
 	{ "post_stress", t_post_stress },
+	{ "lost_ack_no_timeout", t_lost_ack_no_timeout },
 };
 
 int main(int argc, char **argv)
