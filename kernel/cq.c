@@ -36,9 +36,9 @@
  *    after it is freed, whatever the CQ did.
  *  So every srx_cq_post() on a CQ has returned before destroy_cq begins,
  *  and what it uses after dropping cq->lock (the CQ, and cq->sdev, which
- *  outlives its CQs) is there. The CQ_ERR event handler runs inside the
- *  post. What outlives the post is the completion event it queued
- *  (srx_cq_kick() runs comp_handler later, from an interrupt): each holds
+ *  outlives its CQs) is there. What outlives the post is the event it
+ *  queued (srx_cq_kick() runs comp_handler, or the CQ_ERR event handler,
+ *  later, from an interrupt): each holds
  *  cq->kicks until it is delivered, and destroy waits for the last of them
  *  and for irq_work to let go of local_work before freeing anything.
  *  The transport engine posts from softirq and from its work items; a
@@ -175,6 +175,19 @@ static void srx_cq_kick_done(struct srx_cq *cq)
 		wake_up_var(&cq->kicks);
 }
 
+static void srx_cq_raise_error(struct srx_cq *cq)
+{
+	struct ib_cq *ibcq = &cq->base_cq;
+	struct ib_event ev = {
+		.device = ibcq->device,
+		.element.cq = ibcq,
+		.event = IB_EVENT_CQ_ERR,
+	};
+
+	if (ibcq->event_handler)
+		ibcq->event_handler(&ev, ibcq->cq_context);
+}
+
 /*
  * Runs in hard interrupt context, from csd or local_work (srx_cq_kick()
  * says on which CPU). Both are free for reuse when this runs, so clearing
@@ -186,6 +199,9 @@ static void srx_cq_deliver(struct srx_cq *cq)
 {
 	clear_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags);
 	smp_mb__after_atomic();
+
+	if (test_and_clear_bit(SRX_CQ_ERROR_DUE, &cq->kick_flags))
+		srx_cq_raise_error(cq);
 
 	while (atomic_add_unless(&cq->events_pending, -1, 0))
 		cq->base_cq.comp_handler(&cq->base_cq, cq->base_cq.cq_context);
@@ -204,7 +220,8 @@ static void srx_cq_local_work_fn(struct irq_work *work)
 }
 
 /*
- * Hand one completion event to comp_handler, always later, from an
+ * Hand one completion event (@comp_event) to comp_handler, or the CQ_ERR
+ * event marked SRX_CQ_ERROR_DUE to event_handler, always later, from an
  * interrupt: the caller may hold a work queue's lock (a flush) or
  * state_mutex, which a handler that posts would otherwise meet.
  *
@@ -227,11 +244,12 @@ static void srx_cq_local_work_fn(struct irq_work *work)
  * csd requires; a kick that finds it queued leaves its event to the
  * delivery on its way. Consumes the hold srx_cq_post() took.
  */
-static void srx_cq_kick(struct srx_cq *cq)
+static void srx_cq_kick(struct srx_cq *cq, bool comp_event)
 {
 	int cpu;
 
-	atomic_inc(&cq->events_pending);
+	if (comp_event)
+		atomic_inc(&cq->events_pending);
 	smp_mb__before_atomic();
 	if (test_and_set_bit(SRX_CQ_KICK_QUEUED, &cq->kick_flags)) {
 		srx_cq_kick_done(cq);
@@ -251,19 +269,6 @@ static void srx_cq_kick(struct srx_cq *cq)
 			srx_cq_kick_done(cq);
 	}
 	preempt_enable();
-}
-
-static void srx_cq_raise_error(struct srx_cq *cq)
-{
-	struct ib_cq *ibcq = &cq->base_cq;
-	struct ib_event ev = {
-		.device = ibcq->device,
-		.element.cq = ibcq,
-		.event = IB_EVENT_CQ_ERR,
-	};
-
-	if (ibcq->event_handler)
-		ibcq->event_handler(&ev, ibcq->cq_context);
 }
 
 /**
@@ -346,12 +351,18 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		}
 	}
 	/*
-	 * The event is delivered after this post has returned: hold the CQ
-	 * until then (srx_cq_kick() hands the hold on). Destroy waits for
-	 * every hold; see the top of this file.
+	 * The events are delivered after this post has returned: hold the
+	 * CQ until then (srx_cq_kick() hands each hold on). Destroy waits
+	 * for every hold; see the top of this file. The CQ_ERR event goes
+	 * the same way: the caller holds its queue's locks with interrupts
+	 * off, and a consumer's event handler must not run under them.
 	 */
 	if (fire)
 		atomic_inc(&cq->kicks);
+	if (raise_error) {
+		atomic_inc(&cq->kicks);
+		set_bit(SRX_CQ_ERROR_DUE, &cq->kick_flags);
+	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 
 	srx_count(cq->sdev, SRX_CNT_CQES_POSTED, posted);
@@ -359,11 +370,11 @@ int srx_cq_post(struct srx_cq *cq, const struct srx_cqe *cqes,
 		srx_count(cq->sdev, SRX_CNT_CQE_OVERRUNS, lost);
 	if (raise_error) {
 		srx_count(cq->sdev, SRX_CNT_CQ_ERRORS, 1);
-		srx_cq_raise_error(cq);
+		srx_cq_kick(cq, false);
 	}
 	if (fire) {
 		srx_count(cq->sdev, SRX_CNT_CQ_EVENTS, 1);
-		srx_cq_kick(cq);
+		srx_cq_kick(cq, true);
 	}
 	return lost ? -EOVERFLOW : 0;
 }

@@ -12,6 +12,7 @@
 
 /* Bits of srx_cq.kick_flags. */
 #define SRX_CQ_KICK_QUEUED 0
+#define SRX_CQ_ERROR_DUE 1	/* the CQ_ERR event waits for a delivery */
 
 struct srx_device;
 struct srx_mmap_entry;
@@ -77,7 +78,9 @@ struct srx_cq {
 	 * another CPU, from local_work (a self-interrupt) when it is this
 	 * one. A user CQ's always run from local_work, on this CPU.
 	 * events_pending counts fires not yet handed to comp_handler;
-	 * kick_flags holds SRX_CQ_KICK_QUEUED while one of the two is queued;
+	 * kick_flags holds SRX_CQ_KICK_QUEUED while one of the two is queued,
+	 * and SRX_CQ_ERROR_DUE from an overrun until the delivery that
+	 * raises its CQ_ERR event;
 	 * kicks counts events raised and not yet delivered, each a hold on
 	 * the CQ, so that destroy can wait for the last of them.
 	 */
