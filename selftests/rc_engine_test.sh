@@ -197,6 +197,8 @@ if topo_up srx-self && gids; then
 		errcase rem_access rcvd_nak
 	ok "srx-self: SEND longer than the receive: REM_INV_REQ_ERR / LOC_LEN_ERR" \
 		errcase rem_inv_req send_nak
+	ok "srx-self: a SEND one byte over max_msg_sz (1 GiB): LOC_LEN_ERR" \
+		errcase too_long
 	ok "srx-self: no peer: RETRY_EXC_ERR in bounded time" \
 		errcase retry_exceeded retry_exceeded_err
 	ok "srx-self: RTS to SQD and back: the WRITEs after it land" \

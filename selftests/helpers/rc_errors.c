@@ -29,6 +29,10 @@
  *   sqd_resume     WRITEs, RTS -> SQD (one WRITE posted there) -> RTS,
  *                  more WRITEs: every one completes and its bytes land
  *                  (back from SQD the requester goes on at its PSN)
+ *   too_long       the port's max_msg_sz is 1 GiB, and a SEND one byte
+ *                  longer (two SGEs, no memory behind the second GiB: the
+ *                  length is checked first) completes with LOC_LEN_ERR,
+ *                  then the next WQE is flushed
  *   lost_ack_no_timeout
  *                  a QP with timeout 0 (no retransmission) whose last
  *                  ACK is lost: the next post still goes out, and its
@@ -661,6 +665,30 @@ static bool t_post_stress(struct pair *p)
 	return true;
 }
 
+static bool t_too_long(struct pair *p)
+{
+	const uint32_t max = 1u << 30;	/* srx(7), design.md: 1 GiB */
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)sa.buf, .length = max, .lkey = sa.mr->lkey },
+		{ .addr = (uintptr_t)sa.buf, .length = 1, .lkey = sa.mr->lkey },
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = sge, .num_sge = 2,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_port_attr pa;
+
+	CHECK(!ibv_query_port(sa.ctx, 1, &pa), "query_port: %s",
+	      strerror(errno));
+	CHECK(pa.max_msg_sz == max, "max_msg_sz %u, wanted %u",
+	      pa.max_msg_sz, max);
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!ibv_post_send(p->a, &wr, &bad), "post: %s", strerror(errno));
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 64, sa.mr->lkey, 0, 0, 2),
+	      "post 2");
+	return expect_error_then_flush(p, IBV_WC_LOC_LEN_ERR, 5000);
+}
+
 /* Whether b's buffer holds @n bytes of pattern @seed at @off, within @ms. */
 static bool landed(uint32_t off, uint32_t n, int seed, int ms)
 {
@@ -729,6 +757,7 @@ static const struct {
 	{ "retry_exceeded", t_retry_exceeded },
 	{ "sqd_resume", t_sqd_resume },
 	{ "post_stress", t_post_stress },
+	{ "too_long", t_too_long },
 	{ "lost_ack_no_timeout", t_lost_ack_no_timeout },
 };
 
