@@ -1367,6 +1367,351 @@ TEST_F(qp, remote_atomic_access_granted_as_reported)
 }
 
 /* ------------------------------------------------------------------ */
+/* The ibv_wr_* API (ibv_wr_post(3))                                  */
+/* ------------------------------------------------------------------ */
+
+/* The operations ibv_post_send() takes on @type here, as send_ops_flags. */
+static uint64_t wr_ops_for(FIXTURE_DATA(qp) *self, enum ibv_qp_type type)
+{
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	if (type == IBV_QPT_UD)
+		return ops;
+	ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	if (type != IBV_QPT_RC)
+		return ops;
+	ops |= IBV_QP_EX_WITH_RDMA_READ;
+	if (self->dattr.atomic_cap != IBV_ATOMIC_NONE)
+		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	return ops;
+}
+
+/* ibv_create_qp_ex() with @comp_mask beyond the PD; errno on failure. */
+static struct ibv_qp *qp_create_ex(FIXTURE_DATA(qp) *self,
+				   enum ibv_qp_type type, uint64_t comp_mask,
+				   uint32_t create_flags, uint64_t ops,
+				   uint32_t max_send_wr)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.send_cq = self->scq,
+		.recv_cq = self->rcq,
+		.qp_type = type,
+		.cap = { .max_send_wr = max_send_wr, .max_recv_wr = 16,
+			 .max_send_sge = 2, .max_recv_sge = 2,
+			 .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | comp_mask,
+		.pd = self->pd,
+		.create_flags = create_flags,
+		.send_ops_flags = ops,
+	};
+
+	return ibv_create_qp_ex(self->ctx, &attr);
+}
+
+/*
+ * ibv_create_qp_ex() takes send_ops_flags naming operations the QP type
+ * has, and create_flags 0; anything else fails with EOPNOTSUPP on srx, as
+ * rdma-core's providers answer (rxe's check_qp_init_attr(), v44). On srx
+ * that includes operations it does not have yet (UD sends, which need
+ * address handles; BIND_MW; ATOMIC_WRITE) and every create flag.
+ */
+TEST_F(qp, wr_api_create)
+{
+	const struct {
+		const char *name;
+		uint64_t mask;
+		uint32_t create_flags;
+		uint64_t ops;
+		bool srx_only;
+	} refused[] = {
+		{ "TSO", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		  IBV_QP_EX_WITH_TSO, false },
+		{ "an unknown operation", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		  1ull << 40, false },
+		{ "READ on UC or UD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		  IBV_QP_EX_WITH_RDMA_READ, false },
+		{ "BIND_MW", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		  IBV_QP_EX_WITH_BIND_MW, true },
+		{ "ATOMIC_WRITE", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		  IBV_QP_EX_WITH_ATOMIC_WRITE, true },
+		{ "BLOCK_SELF_MCAST_LB", IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		  IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, 0, true },
+		{ "an XRC domain mask", IBV_QP_INIT_ATTR_XRCD, 0, 0, true },
+	};
+	uint64_t ops = wr_ops_for(self, variant->type);
+	struct ibv_qp_ex *ex;
+	struct ibv_qp *qp;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (refused[i].ops == IBV_QP_EX_WITH_RDMA_READ &&
+		    variant->type == IBV_QPT_RC)
+			continue;
+		if (refused[i].srx_only && !srx_test_is_srx())
+			continue;
+		errno = 0;
+		qp = qp_create_ex(self, variant->type, refused[i].mask,
+				  refused[i].create_flags, refused[i].ops, 16);
+		EXPECT_EQ(NULL, qp) TH_LOG("%s: created", refused[i].name);
+		EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("%s: %s", refused[i].name,
+						    strerror(errno));
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+
+	/* create_flags 0 is a plain QP. */
+	qp = qp_create_ex(self, variant->type, IBV_QP_INIT_ATTR_CREATE_FLAGS,
+			  0, 0, 16);
+	ASSERT_NE(NULL, qp) TH_LOG("create_flags 0: %s", strerror(errno));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+
+	errno = 0;
+	qp = qp_create_ex(self, variant->type,
+			  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0, ops, 16);
+	if (variant->type == IBV_QPT_UD && srx_test_is_srx()) {
+		EXPECT_EQ(NULL, qp);
+		EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("UD: %s", strerror(errno));
+		if (qp)
+			ibv_destroy_qp(qp);
+		return;
+	}
+	ASSERT_NE(NULL, qp) TH_LOG("ops %#llx: %s", (unsigned long long)ops,
+				   strerror(errno));
+	ex = ibv_qp_to_qp_ex(qp);
+	ASSERT_NE(NULL, ex);
+	EXPECT_NE(NULL, ex->wr_start);
+	EXPECT_NE(NULL, ex->wr_complete);
+	EXPECT_NE(NULL, ex->wr_abort);
+	EXPECT_NE(NULL, ex->wr_set_sge);
+	EXPECT_NE(NULL, ex->wr_set_sge_list);
+	EXPECT_NE(NULL, ex->wr_set_inline_data);
+	EXPECT_NE(NULL, ex->wr_set_inline_data_list);
+	EXPECT_NE(NULL, ex->wr_send);
+	EXPECT_NE(NULL, ex->wr_send_imm);
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE) {
+		EXPECT_NE(NULL, ex->wr_rdma_write);
+		EXPECT_NE(NULL, ex->wr_rdma_write_imm);
+	}
+	if (ops & IBV_QP_EX_WITH_RDMA_READ) {
+		EXPECT_NE(NULL, ex->wr_rdma_read);
+	}
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) {
+		EXPECT_NE(NULL, ex->wr_atomic_cmp_swp);
+		EXPECT_NE(NULL, ex->wr_atomic_fetch_add);
+	}
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/* One SEND of 8 bytes from buf, as a batch of its own; its errno. */
+static int wr_send_one(FIXTURE_DATA(qp) *self, struct ibv_qp_ex *ex,
+		       uint64_t wr_id)
+{
+	ibv_wr_start(ex);
+	ex->wr_id = wr_id;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(ex);
+	ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+	return ibv_wr_complete(ex);
+}
+
+/* Sends need RTS (C10-29): a batch before it fails with EINVAL. */
+TEST_F(qp, wr_api_needs_rts)
+{
+	enum ibv_qp_state s;
+	struct ibv_qp_ex *ex;
+	struct ibv_wc wc;
+	struct ibv_qp *qp;
+	int ret;
+
+	if (variant->type == IBV_QPT_UD && srx_test_is_srx())
+		SKIP(return, "srx has no UD sends yet");
+	qp = qp_create_ex(self, variant->type, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			  0, wr_ops_for(self, variant->type), 16);
+	ASSERT_NE(NULL, qp) TH_LOG("%s", strerror(errno));
+	ex = ibv_qp_to_qp_ex(qp);
+	ASSERT_NE(NULL, ex);
+	for (s = IBV_QPS_RESET; s <= IBV_QPS_RTR; s++) {
+		if (s != IBV_QPS_RESET) {
+			ASSERT_EQ(0, qp_walk(self, qp, s));
+		}
+		ret = wr_send_one(self, ex, 10 + s);
+		EXPECT_EQ(EINVAL, ret) TH_LOG("state %d: %s", s, strerror(ret));
+		if (s != IBV_QPS_RESET) {
+			ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_RESET));
+		}
+	}
+
+	/* Nothing of it was queued. */
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
+	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 200));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/*
+ * A batch is posted whole or not at all (ibv_wr_post(3): "No work is
+ * executed to the queue until ibv_wr_complete() returns success"): each
+ * fault below makes ibv_wr_complete() fail with the errno ibv_post_send()
+ * gives for it, and ibv_wr_abort() drops a batch. The QP is in ERR, where
+ * what is posted is flushed at once, so exactly the batches that
+ * succeeded complete, in order, and the others leave no trace.
+ */
+TEST_F(qp, wr_api_batch_all_or_nothing)
+{
+	const uint32_t cap_wr = 8;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct ibv_sge sges[64];
+	struct want_wc want[16];
+	char inl[256] = "inline";
+	struct ibv_data_buf bufs[2] = {
+		{ .addr = inl, .length = 3 }, { .addr = inl + 3, .length = 3 },
+	};
+	struct ibv_qp_ex *ex;
+	struct ibv_qp *qp;
+	uint32_t i;
+	int ret, n = 0;
+
+	if (variant->type == IBV_QPT_UD && srx_test_is_srx())
+		SKIP(return, "srx has no UD sends yet");
+	qp = qp_create_ex(self, variant->type, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			  0, wr_ops_for(self, variant->type), cap_wr);
+	ASSERT_NE(NULL, qp) TH_LOG("%s", strerror(errno));
+	ex = ibv_qp_to_qp_ex(qp);
+	ASSERT_NE(NULL, ex);
+	ASSERT_EQ(0, ibv_query_qp(qp, &attr, IBV_QP_CAP, &init));
+	ASSERT_GT(64u, attr.cap.max_send_sge);
+	ASSERT_GE(16u, attr.cap.max_send_wr);	/* want[] */
+	ASSERT_LE(6u, attr.cap.max_inline_data);
+	ASSERT_GT(sizeof(inl), attr.cap.max_inline_data);
+	for (i = 0; i < 64; i++) {
+		sges[i].addr = (uintptr_t)self->buf + 8 * i;
+		sges[i].length = 8;
+		sges[i].lkey = self->mr->lkey;
+	}
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
+	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
+
+	/* Two work requests in one batch, sge list and inline list. */
+	ibv_wr_start(ex);
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ex->wr_id = 100;
+	ibv_wr_send(ex);
+	ibv_wr_set_sge_list(ex, 2, sges);
+	ex->wr_id = 101;
+	ibv_wr_send_imm(ex, htonl(7));
+	ibv_wr_set_inline_data_list(ex, 2, bufs);
+	EXPECT_EQ(0, ibv_wr_complete(ex));
+	want[n].wr_id = 100;
+	want[n++].opcode = IBV_WC_SEND;
+	want[n].wr_id = 101;
+	want[n++].opcode = IBV_WC_SEND;
+
+	/* Aborted: nothing. */
+	ibv_wr_start(ex);
+	ex->wr_id = 200;
+	ibv_wr_send(ex);
+	ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+	ibv_wr_abort(ex);
+
+	/* One SGE more than the QP has, after a good WR in the batch. */
+	ibv_wr_start(ex);
+	ex->wr_id = 300;
+	ibv_wr_send(ex);
+	ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+	ex->wr_id = 301;
+	ibv_wr_send(ex);
+	ibv_wr_set_sge_list(ex, attr.cap.max_send_sge + 1, sges);
+	ret = ibv_wr_complete(ex);
+	if (srx_test_is_srx()) {
+		EXPECT_EQ(EINVAL, ret) TH_LOG("too many SGEs: %s",
+					      strerror(ret));
+	} else {
+		EXPECT_NE(0, ret);
+	}
+
+	/* More inline data than the QP takes. */
+	ibv_wr_start(ex);
+	ex->wr_id = 400;
+	ibv_wr_send(ex);
+	ibv_wr_set_inline_data(ex, inl, attr.cap.max_inline_data + 1);
+	ret = ibv_wr_complete(ex);
+	if (srx_test_is_srx()) {
+		EXPECT_EQ(EINVAL, ret) TH_LOG("inline too long: %s",
+					      strerror(ret));
+	} else {
+		EXPECT_NE(0, ret);
+	}
+
+	/* More work requests than the queue holds. */
+	ibv_wr_start(ex);
+	for (i = 0; i <= attr.cap.max_send_wr; i++) {
+		ex->wr_id = 500 + i;
+		ibv_wr_send(ex);
+		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+	}
+	ret = ibv_wr_complete(ex);
+	if (srx_test_is_srx()) {
+		EXPECT_EQ(ENOMEM, ret) TH_LOG("%u WRs: %s",
+					      attr.cap.max_send_wr + 1,
+					      strerror(ret));
+	} else {
+		EXPECT_NE(0, ret);
+	}
+
+	if (srx_test_is_srx()) {
+		/* A setter before any builder. */
+		ibv_wr_start(ex);
+		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+		ex->wr_id = 600;
+		ibv_wr_send(ex);
+		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+		ret = ibv_wr_complete(ex);
+		EXPECT_EQ(EINVAL, ret) TH_LOG("setter first: %s",
+					      strerror(ret));
+
+		/* A UD address on a connected QP. */
+		ibv_wr_start(ex);
+		ex->wr_id = 700;
+		ibv_wr_send(ex);
+		ibv_wr_set_ud_addr(ex, NULL, 1, 1);
+		ret = ibv_wr_complete(ex);
+		EXPECT_EQ(EINVAL, ret) TH_LOG("UD address: %s", strerror(ret));
+
+		/* Inline data for an operation without a payload to give. */
+		if (variant->type == IBV_QPT_RC) {
+			ibv_wr_start(ex);
+			ex->wr_id = 800;
+			ibv_wr_rdma_read(ex, self->mr->rkey,
+					 (uintptr_t)self->buf + 4096);
+			ibv_wr_set_inline_data(ex, inl, 8);
+			ret = ibv_wr_complete(ex);
+			EXPECT_EQ(EINVAL, ret) TH_LOG("inline READ: %s",
+						      strerror(ret));
+		}
+	}
+
+	/* The queue is whole again: exactly max_send_wr fit in one batch. */
+	expect_flushed(_metadata, self->scq, qp->qp_num, want, n,
+		       "batches before the faults");
+	n = 0;
+	ibv_wr_start(ex);
+	for (i = 0; i < attr.cap.max_send_wr; i++) {
+		ex->wr_id = 900 + i;
+		ibv_wr_rdma_write(ex, self->mr->rkey,
+				  (uintptr_t)self->buf + 4096);
+		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
+		want[n].wr_id = 900 + i;
+		want[n++].opcode = IBV_WC_RDMA_WRITE;
+	}
+	EXPECT_EQ(0, ibv_wr_complete(ex));
+	expect_flushed(_metadata, self->scq, qp->qp_num, want, n,
+		       "a full batch");
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/* ------------------------------------------------------------------ */
 /* What a device does not support                                     */
 /* ------------------------------------------------------------------ */
 

@@ -205,6 +205,8 @@ if topo_up srx-self && gids; then
 		errcase sqd_resume
 	ok "srx-self: 4 threads post 20000 WRITEs to one QP: all complete" \
 		errcase post_stress
+	ok "srx-self: one ibv_wr_* batch of every operation, inline and SGE lists" \
+		errcase wr_batch
 else
 	ok "srx-self topology" false
 fi
@@ -220,6 +222,7 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: 4 threads post 20000 WRITEs to one QP: all complete" \
 		errcase post_stress
 	ok "srx-srx: zero-length SEND and WRITE with immediate" errcase zero_length
+	ok "srx-srx: one ibv_wr_* batch of every operation" errcase wr_batch
 	# b's egress drops everything while the case says so (its ACKs).
 	export RC_ERRORS_DROP="ip netns exec $TOPO_B_NS tc qdisc replace dev $TOPO_B_NETDEV root netem loss 100%"
 	export RC_ERRORS_PASS="ip netns exec $TOPO_B_NS tc qdisc del dev $TOPO_B_NETDEV root"
@@ -268,6 +271,7 @@ if topo_up srx-rxe && gids; then
 	ok "rxe reads srx: RDMA READ 64 KiB" perf ib_read_bw a b -s 65536 -o 16 -n 100
 	ok "srx to rxe: ATOMIC FETCH_AND_ADD" perf ib_atomic_bw b a -A FETCH_AND_ADD -o 16 -n 100
 	ok "rxe to srx: ATOMIC CMP_AND_SWAP" perf ib_atomic_bw a b -A CMP_AND_SWAP -o 16 -n 100
+	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
 else
 	ok "srx-rxe topology" false
 fi

@@ -39,6 +39,9 @@
  *                  ACK completes both WRITEs. Needs RC_ERRORS_DROP and
  *                  RC_ERRORS_PASS, shell commands that make b's packets
  *                  drop and pass (two devices only: b's ACKs alone)
+ *   wr_batch       one ibv_wr_* batch of every RC operation and every
+ *                  data setter (inline and SGE lists): bytes, immediates
+ *                  and atomics' results compared, completions in order
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -127,12 +130,21 @@ static int side_open(struct side *s, const char *name, int gid_index)
 	return s->mr ? 0 : -1;
 }
 
-static struct ibv_qp *qp_new(struct side *s)
+/*
+ * An RC QP of @s in INIT; with @wr_ops, through ibv_create_qp_ex() with
+ * those send_ops_flags, for the ibv_wr_* API.
+ */
+static struct ibv_qp *qp_new_ops(struct side *s, uint64_t wr_ops)
 {
-	struct ibv_qp_init_attr ia = {
+	struct ibv_qp_init_attr_ex ia = {
 		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+			 .max_send_sge = wr_ops ? 2 : 1, .max_recv_sge = 1,
+			 .max_inline_data = wr_ops ? 64 : 0 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     (wr_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
+		.pd = s->pd,
+		.send_ops_flags = wr_ops,
 	};
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
@@ -141,12 +153,17 @@ static struct ibv_qp *qp_new(struct side *s)
 				   IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_ATOMIC,
 	};
-	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &ia);
 
 	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		return NULL;
 	return qp;
+}
+
+static struct ibv_qp *qp_new(struct side *s)
+{
+	return qp_new_ops(s, 0);
 }
 
 struct conn {
@@ -743,6 +760,135 @@ static bool t_lost_ack_no_timeout(struct pair *p)
 	return true;
 }
 
+/* The next completion of a's QP: @wr_id, successful, @op. */
+static bool wr_done(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op)
+{
+	struct ibv_wc wc;
+
+	CHECK(wait_wc(&sa, p->a, &wc, 5000), "wr_id %llu: no completion",
+	      (unsigned long long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == op, "wr_id %llu: %s, opcode %d; wanted %llu, %d",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      wc.opcode, (unsigned long long)wr_id, op);
+	return true;
+}
+
+/*
+ * One ibv_wr_* batch of every RC operation, each data setter used: SEND
+ * of an inline list, SEND with immediate of an SGE list, a 3000-byte
+ * WRITE, WRITE with immediate inline, a READ of what the WRITE wrote,
+ * FETCH_AND_ADD, CMP_AND_SWP. Everything lands, in order.
+ */
+static bool t_wr_batch(struct pair *p)
+{
+	const uint64_t ops = IBV_QP_EX_WITH_SEND |
+			     IBV_QP_EX_WITH_SEND_WITH_IMM |
+			     IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			     IBV_QP_EX_WITH_RDMA_READ |
+			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	char hello[] = "hello, ", world[] = "world";
+	struct ibv_data_buf inl[2] = {
+		{ .addr = hello, .length = 7 }, { .addr = world, .length = 5 },
+	};
+	struct ibv_sge sgl[2] = {
+		{ .addr = (uintptr_t)sa.buf + 100, .length = 10,
+		  .lkey = sa.mr->lkey },
+		{ .addr = (uintptr_t)sa.buf + 300, .length = 20,
+		  .lkey = sa.mr->lkey },
+	};
+	char imm_inline[16] = "written inline!";
+	uint64_t *target = (uint64_t *)(sb.buf + 12288);
+	uint64_t *fadd_old = (uint64_t *)(sa.buf + 20480);
+	uint64_t *cas_old = (uint64_t *)(sa.buf + 20488);
+	uint64_t rbase = (uintptr_t)sb.buf;
+	struct conn c = conn_default;
+	struct ibv_qp_ex *ex;
+	struct ibv_wc wc;
+	uint32_t i;
+	int ret;
+
+	memset(sa.buf, 0, 32768);
+	memset(sb.buf, 0, 32768);
+	for (i = 0; i < 4096; i++)
+		sa.buf[i] = (uint8_t)(i * 13 + 1);
+	*target = 40;
+	p->a = qp_new_ops(&sa, ops);
+	p->b = qp_new(&sb);
+	CHECK(p->a && p->b, "create: %s", strerror(errno));
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, &c), "connect a");
+	CHECK(!qp_connect(p->b, &sb, &sa, p->a->qp_num, &c), "connect b");
+	ex = ibv_qp_to_qp_ex(p->a);
+	CHECK(ex, "ibv_qp_to_qp_ex: NULL");
+	for (i = 0; i < 3; i++)
+		CHECK(!post_recv(p->b, sb.buf + 64 * i, 64, sb.mr->lkey,
+				 101 + i), "recv %u", i);
+
+	ibv_wr_start(ex);
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ex->wr_id = 1;
+	ibv_wr_send(ex);
+	ibv_wr_set_inline_data_list(ex, 2, inl);
+	ex->wr_id = 2;
+	ibv_wr_send_imm(ex, htonl(0x1234));
+	ibv_wr_set_sge_list(ex, 2, sgl);
+	ex->wr_id = 3;
+	ibv_wr_rdma_write(ex, sb.mr->rkey, rbase + 4096);
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)sa.buf + 1000, 3000);
+	ex->wr_id = 4;
+	ibv_wr_rdma_write_imm(ex, sb.mr->rkey, rbase + 8192, htonl(0x5678));
+	ibv_wr_set_inline_data(ex, imm_inline, sizeof(imm_inline));
+	ex->wr_id = 5;
+	ibv_wr_rdma_read(ex, sb.mr->rkey, rbase + 4096);
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)sa.buf + 16384, 3000);
+	ex->wr_id = 6;
+	ibv_wr_atomic_fetch_add(ex, sb.mr->rkey, (uintptr_t)target, 2);
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)fadd_old, 8);
+	ex->wr_id = 7;
+	ibv_wr_atomic_cmp_swp(ex, sb.mr->rkey, (uintptr_t)target, 42, 99);
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)cas_old, 8);
+	ret = ibv_wr_complete(ex);
+	CHECK(!ret, "ibv_wr_complete: %s", strerror(ret));
+
+	if (!wr_done(p, 1, IBV_WC_SEND) || !wr_done(p, 2, IBV_WC_SEND) ||
+	    !wr_done(p, 3, IBV_WC_RDMA_WRITE) ||
+	    !wr_done(p, 4, IBV_WC_RDMA_WRITE) ||
+	    !wr_done(p, 5, IBV_WC_RDMA_READ) ||
+	    !wr_done(p, 6, IBV_WC_FETCH_ADD) ||
+	    !wr_done(p, 7, IBV_WC_COMP_SWAP))
+		return false;
+
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.wr_id == 101 &&
+	      wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.byte_len == 12 && !(wc.wc_flags & IBV_WC_WITH_IMM),
+	      "recv 1: %s len %u", ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(!memcmp(sb.buf, "hello, world", 12), "inline SEND's bytes");
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.wr_id == 102 &&
+	      wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.byte_len == 30 && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0x1234, "recv 2: %s len %u",
+	      ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(!memcmp(sb.buf + 64, sa.buf + 100, 10) &&
+	      !memcmp(sb.buf + 74, sa.buf + 300, 20), "SGE list SEND's bytes");
+	CHECK(wait_wc(&sb, p->b, &wc, 5000) && wc.wr_id == 103 &&
+	      wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      ntohl(wc.imm_data) == 0x5678 && wc.byte_len == 16,
+	      "recv 3: %s op %d len %u", ibv_wc_status_str(wc.status),
+	      wc.opcode, wc.byte_len);
+	CHECK(!memcmp(sb.buf + 8192, imm_inline, 16), "inline WRITE's bytes");
+	CHECK(!memcmp(sb.buf + 4096, sa.buf + 1000, 3000) &&
+	      sb.buf[4096 + 3000] == 0, "WRITE's bytes");
+	CHECK(!memcmp(sa.buf + 16384, sa.buf + 1000, 3000), "READ's bytes");
+	CHECK(*fadd_old == 40 && *cas_old == 42 && *target == 99,
+	      "atomics: fadd %llu, cas %llu, target %llu",
+	      (unsigned long long)*fadd_old, (unsigned long long)*cas_old,
+	      (unsigned long long)*target);
+	return true;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct pair *p);
@@ -759,6 +905,7 @@ static const struct {
 	{ "post_stress", t_post_stress },
 	{ "too_long", t_too_long },
 	{ "lost_ack_no_timeout", t_lost_ack_no_timeout },
+	{ "wr_batch", t_wr_batch },
 };
 
 int main(int argc, char **argv)

@@ -60,11 +60,6 @@ static void srx_wq_unmap(struct srx_wq *wq)
 	wq->base = NULL;
 }
 
-static void *srx_wq_slot(struct srx_wq *wq, uint32_t idx)
-{
-	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
-}
-
 /*
  * The consumer and producer indices of @cq's current ring, for U5 (cons
  * first); false when they tell nothing: the ring is sealed by a resize, or
@@ -96,7 +91,7 @@ static bool srx_cq_indices(struct srx_cq *cq, uint32_t *cons, uint32_t *prod)
  * look at what was completed and polled since, so a post that finds room
  * reads nothing the kernel or a poller writes.
  */
-static bool srx_wq_full(struct srx_wq *wq)
+bool srx_wq_full(struct srx_wq *wq)
 {
 	uint32_t cons, prod;
 
@@ -120,6 +115,36 @@ static void srx_wq_reset(struct srx_wq *wq)
 	pthread_spin_unlock(&wq->lock);
 }
 
+/*
+ * Map the rings of a QP the kernel has just created, and tell the caller
+ * what it granted, as ibv_create_qp(3) promises.
+ */
+static int srx_qp_map(struct srx_qp *qp, struct ibv_context *ctx,
+		      const struct srx_create_qp_resp *drv,
+		      struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
+		      struct ibv_qp_cap *cap)
+{
+	int ret;
+
+	ret = srx_wq_map(&qp->sq, ctx, &drv->sq, sizeof(struct srx_send_wqe));
+	if (ret)
+		return ret;
+	ret = srx_wq_map(&qp->rq, ctx, &drv->rq, sizeof(struct srx_recv_wqe));
+	if (ret) {
+		srx_wq_unmap(&qp->sq);
+		return ret;
+	}
+	qp->sq.cq = to_scq(send_cq);
+	qp->rq.cq = to_scq(recv_cq);
+
+	cap->max_send_wr = qp->sq.entries;
+	cap->max_recv_wr = qp->rq.entries;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_recv_sge = qp->rq.max_sge;
+	cap->max_inline_data = qp->sq.max_inline;
+	return 0;
+}
+
 struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct usrx_create_qp_resp resp = {};
@@ -140,28 +165,70 @@ struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
-
-	ret = srx_wq_map(&qp->sq, pd->context, &resp.drv.sq,
-			 sizeof(struct srx_send_wqe));
+	ret = srx_qp_map(qp, pd->context, &resp.drv, attr->send_cq,
+			 attr->recv_cq, &attr->cap);
 	if (ret)
 		goto err_destroy;
-	ret = srx_wq_map(&qp->rq, pd->context, &resp.drv.rq,
-			 sizeof(struct srx_recv_wqe));
-	if (ret)
-		goto err_unmap_sq;
-	qp->sq.cq = to_scq(attr->send_cq);
-	qp->rq.cq = to_scq(attr->recv_cq);
-
-	/* What the kernel granted, as ibv_create_qp(3) promises. */
-	attr->cap.max_send_wr = qp->sq.entries;
-	attr->cap.max_recv_wr = qp->rq.entries;
-	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
-	attr->cap.max_inline_data = qp->sq.max_inline;
 	return &qp->vqp.qp;
 
-err_unmap_sq:
-	srx_wq_unmap(&qp->sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+/*
+ * ibv_create_qp_ex(3). libibverbs sends a comp_mask of the PD alone to
+ * srx_create_qp(); this takes the rest that srx has: create_flags, none
+ * set, and send_ops_flags, which turn on the ibv_wr_* API (wr.c). Any
+ * create flag, any other comp_mask bit and an operation srx cannot post
+ * on the QP's type are refused with EOPNOTSUPP before the kernel is asked
+ * (where uverbs would answer some flags with EINVAL by itself), as
+ * ibv_wr_post(3) asks for operations ("If the QP does not support all the
+ * requested work request types then QP creation will fail").
+ */
+struct ibv_qp *srx_create_qp_ex(struct ibv_context *ctx,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	const uint64_t known = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct usrx_create_qp_ex_resp resp = {};
+	struct ibv_create_qp_ex cmd = {};
+	struct srx_qp *qp;
+	int ret;
+
+	if ((attr->comp_mask & ~known) || attr->srq ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
+	    (wr_api && !srx_wr_ops_ok(to_sctx(ctx), attr->qp_type,
+				      attr->send_ops_flags))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_create_qp_ex2(ctx, &qp->vqp, attr, &cmd, sizeof(cmd),
+				    &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = srx_qp_map(qp, ctx, &resp.drv, attr->send_cq, attr->recv_cq,
+			 &attr->cap);
+	if (ret)
+		goto err_destroy;
+	if (wr_api) {
+		srx_wr_init(qp, attr->send_ops_flags);
+		/* ibv_qp_to_qp_ex() looks for this; the command cleared it. */
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
+
 err_destroy:
 	ibv_cmd_destroy_qp(&qp->vqp.qp);
 err_free:
@@ -239,6 +306,14 @@ static bool srx_sq_publish_rc(struct srx_wq *wq, uint32_t start)
 	return !(srx_load_relaxed(wq->engine) & SRX_WQ_ENGINE_ACTIVE);
 }
 
+/* Publish a send queue's new WQEs: srx_sq_publish_rc() or srx_wq_publish(). */
+bool srx_sq_publish(struct srx_qp *qp, uint32_t start)
+{
+	if (qp->vqp.qp.qp_type == IBV_QPT_RC)
+		return srx_sq_publish_rc(&qp->sq, start);
+	return srx_wq_publish(&qp->sq, start);
+}
+
 /*
  * Ring the doorbell for the WQEs [start, end) this call published. Returns
  * 0, or the doorbell's errno with *@taken the number of those WQEs the
@@ -249,8 +324,8 @@ static bool srx_sq_publish_rc(struct srx_wq *wq, uint32_t start)
  * command, and only a later doorbell that succeeds flushes them. The post
  * reports the first of them as bad_wr, as rxe does.
  */
-static int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq,
-			     uint32_t start, uint32_t end, uint32_t *taken)
+int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq, uint32_t start,
+		      uint32_t end, uint32_t *taken)
 {
 	struct ibv_send_wr *unused;
 	int32_t past;
@@ -265,8 +340,7 @@ static int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq,
 	return *taken < end - start ? ret : 0;
 }
 
-static void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src,
-			  int num_sge)
+void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src, int num_sge)
 {
 	int i;
 
@@ -292,7 +366,7 @@ static bool srx_send_opcode_ok(struct srx_qp *qp, enum ibv_wr_opcode op)
  * carry one; an RDMA READ or an atomic has none to give (ibv_post_send(3):
  * "valid only for Send and RDMA Write").
  */
-static bool srx_inline_ok(enum ibv_wr_opcode op)
+bool srx_inline_ok(enum ibv_wr_opcode op)
 {
 	switch (op) {
 	case IBV_WR_SEND:
@@ -399,10 +473,7 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *first,
 		}
 	}
 	end = wq->head;
-	if (ibqp->qp_type == IBV_QPT_RC)
-		doorbell = srx_sq_publish_rc(wq, start);
-	else
-		doorbell = srx_wq_publish(wq, start);
+	doorbell = srx_sq_publish(qp, start);
 	pthread_spin_unlock(&wq->lock);
 
 	if (doorbell) {

@@ -4,9 +4,10 @@
  *
  * This file: registration with libibverbs, device and context, queries,
  * protection domains and memory regions. CQs are in cq.c (the lock-free
- * fast path), QPs in qp.c. Everything that creates or destroys a kernel
- * object goes through libibverbs' ibv_cmd_* helpers, which use the uverbs
- * ioctl interface on the kernels srx supports.
+ * fast path), QPs in qp.c, their ibv_wr_* API in wr.c. Everything that
+ * creates or destroys a kernel object goes through libibverbs' ibv_cmd_*
+ * helpers, which use the uverbs ioctl interface on the kernels srx
+ * supports.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -146,6 +147,7 @@ static const struct verbs_context_ops srx_ctx_ops = {
 	.create_cq = srx_create_cq,
 	.create_cq_ex = srx_create_cq_ex,
 	.create_qp = srx_create_qp,
+	.create_qp_ex = srx_create_qp_ex,
 	.dealloc_pd = srx_dealloc_pd,
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,

@@ -177,11 +177,24 @@ struct srx_qp {
 	struct verbs_qp vqp;
 	struct srx_wq sq;
 	struct srx_wq rq;
+	/*
+	 * The ibv_wr_* batch (wr.c), from ibv_wr_start() to its complete or
+	 * abort, which hold sq.lock: the head it started at, the WQE the
+	 * last builder started (NULL if none or it failed), its first errno.
+	 */
+	uint32_t wr_start;
+	struct srx_send_wqe *wr_cur;
+	int wr_err;
 };
 
 static inline struct srx_qp *to_sqp(struct ibv_qp *ibqp)
 {
 	return VERBS_PRIV_CONTAINER(ibqp, struct srx_qp, vqp.qp);
+}
+
+static inline void *srx_wq_slot(struct srx_wq *wq, uint32_t idx)
+{
+	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
 }
 
 /* cq.c */
@@ -205,5 +218,18 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
 int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+struct ibv_qp *srx_create_qp_ex(struct ibv_context *ctx,
+				struct ibv_qp_init_attr_ex *attr);
+bool srx_wq_full(struct srx_wq *wq);
+bool srx_sq_publish(struct srx_qp *qp, uint32_t start);
+int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq, uint32_t start,
+		      uint32_t end, uint32_t *taken);
+void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src, int num_sge);
+bool srx_inline_ok(enum ibv_wr_opcode op);
+
+/* wr.c */
+bool srx_wr_ops_ok(const struct srx_context *ctx, enum ibv_qp_type type,
+		   uint64_t flags);
+void srx_wr_init(struct srx_qp *qp, uint64_t flags);
 
 #endif /* SRX_PROVIDER_H */
