@@ -138,17 +138,19 @@ errcase() {
 # The doorbell handshake (srx-abi.h, K6/U6): ib_write_bw's client posts
 # 5000 WRITEs keeping 128 in flight; while the engine is active a post
 # makes no system call. Its write() calls (doorbells, and a few for the
-# TCP exchange) must be far fewer than its posts.
+# TCP exchange) must be far fewer than its posts. doorbells_per_post
+# [--use_old_post_send]: through ibv_wr_* (perftest's default), or
+# ibv_post_send().
 doorbells_per_post() {
 	local iters=5000 writes rc=0
 	port=$((port + 1))
 	topo_exec a timeout 300 ib_write_bw -d "$TOPO_A_DEV" -x "$gid_a" \
-		--use_old_post_send -F -s 64 -n $iters -p "$port" >/dev/null 2>&1 &
+		"$@" -F -s 64 -n $iters -p "$port" >/dev/null 2>&1 &
 	spid=$!
 	wait_listen a "$port" || return 1
-	echo "# + [b] strace -f -e trace=write ib_write_bw -s 64 -n $iters"
+	echo "# + [b] strace -f -e trace=write ib_write_bw $* -s 64 -n $iters"
 	topo_exec b timeout 300 strace -f -qq -e trace=write -o "$tmp/strace" \
-		ib_write_bw -d "$TOPO_B_DEV" -x "$gid_b" --use_old_post_send -F \
+		ib_write_bw -d "$TOPO_B_DEV" -x "$gid_b" "$@" -F \
 		-s 64 -n $iters -p "$port" "$TOPO_A_IP4" >/dev/null 2>&1 || {
 		echo "#   the client failed"
 		rc=1
@@ -163,16 +165,16 @@ pp_mtu() {
 	pp a b 1 "$1" && pp a b 102400 "$1"
 }
 
-# perf TOOL SRV CLI ARGS...: a perftest between the two sides (old post
-# send: libsrx has no ibv_qp_ex yet).
+# perf TOOL SRV CLI ARGS...: a perftest between the two sides, posting
+# the way perftest does by default, through ibv_qp_ex (ibv_wr_*); add
+# --use_old_post_send to ARGS for ibv_post_send().
 perf() {
 	local tool=$1 srv=$2 cli=$3 is ic
 	shift 3
 	[ "$srv" = a ] && is=$gid_a || is=$gid_b
 	[ "$cli" = a ] && ic=$gid_a || ic=$gid_b
 	pair "$srv" "$cli" -- "$tool" -d "$(topo_var "$srv" DEV)" -x "$is" \
-		--use_old_post_send -F "$@" -- "$tool" -d "$(topo_var "$cli" DEV)" \
-		-x "$ic" --use_old_post_send -F "$@"
+		-F "$@" -- "$tool" -d "$(topo_var "$cli" DEV)" -x "$ic" -F "$@"
 }
 
 echo "TAP version 13"
@@ -207,6 +209,8 @@ if topo_up srx-self && gids; then
 		errcase post_stress
 	ok "srx-self: one ibv_wr_* batch of every operation, inline and SGE lists" \
 		errcase wr_batch
+	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
+		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
 	ok "srx-self topology" false
 fi
@@ -237,7 +241,10 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: ATOMIC FETCH_AND_ADD" perf ib_atomic_bw a b -A FETCH_AND_ADD -n 200
 	ok "srx-srx: ATOMIC CMP_AND_SWAP" perf ib_atomic_bw a b -A CMP_AND_SWAP -n 200
 	ok "srx-srx: ATOMIC latency" perf ib_atomic_lat a b -n 200
-	ok "srx-srx: a stream costs no system call per post (strace)" doorbells_per_post
+	ok "srx-srx: a stream costs no system call per post (strace, ibv_wr_*)" \
+		doorbells_per_post
+	ok "srx-srx: a stream costs no system call per post (strace, ibv_post_send)" \
+		doorbells_per_post --use_old_post_send
 	# Teardown under traffic: the client is killed mid-stream, so QPs
 	# are destroyed with packets, skbs and timers in flight.
 	port=$((port + 1))
