@@ -57,22 +57,25 @@ int srx_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 /*
  * Access rights: those of the device's features (device.c,
- * srx_init_accepts()); a right it does not report, such as remote atomic
- * without atomic_cap or memory window binding without memory windows, is
- * EINVAL, what ibv_reg_mr(3) promises for an invalid access value (EFA
- * answers EOPNOTSUPP instead; the man page is what programs are written
- * against). Remote write and remote atomic need local write (ibv_reg_mr(3));
- * the core checks that for user MRs only, so srx checks again for every
- * caller. Zero-based and on-demand regions are not supported and fall in
- * the rejected bits.
+ * srx_init_accepts()). A right of a feature it does not report, such as
+ * memory window binding without memory windows, remote atomic without
+ * atomic_cap, zero-based or on-demand regions, is EOPNOTSUPP, as 6.12's
+ * core answers for on-demand paging on a device without it
+ * (ib_check_mr_access(), include/rdma/ib_verbs.h; 6.1's says EINVAL) and
+ * EFA for what it lacks; rdma-core's tests skip on that errno. A bit the
+ * kernel does not define is EINVAL. Remote write and remote
+ * atomic need local write (ibv_reg_mr(3): EINVAL); the core checks that
+ * for user MRs only, so srx checks again for every caller.
  */
 static int srx_mr_check_access(struct srx_device *sdev, int access)
 {
-	if (access & ~sdev->accepts.mr_access)
+	if (access & ~IB_ACCESS_SUPPORTED)
 		return -EINVAL;
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
+	if (access & ~sdev->accepts.mr_access)
+		return -EOPNOTSUPP;
 	return 0;
 }
 

@@ -26,17 +26,18 @@ suite=/usr/share/doc/rdma-core/tests
 python=/usr/bin/python3
 # The API tests, then the RC traffic tests that pass or skip with a known
 # reason below; Documentation/pyverbs-skips.md lists what is left out and why
-# (the UD tests: srx has no address handles yet; the memory window tests:
-# srx refuses MW_BIND access with EINVAL, which they take for an error).
+# (the UD tests: srx has no address handles yet).
 default_tests=(test_device test_pd test_cq.CQAPITest test_cqex.CQEXAPITest
 	test_qp test_atomic test_cq_events.CqEventsTestCase.test_cq_events_rc
-	test_mr.MRTest test_mr.DeviceMemoryAPITest test_mr.DeviceMemoryTest
+	test_mr.MRTest test_mr.MWTest
+	test_mr.DeviceMemoryAPITest test_mr.DeviceMemoryTest
 	test_mr.DmaBufMRTest test_mr.DmaBufTestCase
 	test_qpex.QpExTestCase.test_qp_ex_{ud_send,ud_send_imm,ud_zero_size}
 	test_qpex.QpExTestCase.test_qp_ex_rc_{send,send_imm,atomic_write}
 	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_{write,write_imm,read}
 	test_qpex.QpExTestCase.test_qp_ex_rc_{rdma_write_zero_length,rdma_read_zero_size}
 	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_{cmp_swp,fetch_add}
+	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw
 	test_qpex.QpExTestCase.test_qp_ex_xrc_{send,send_imm}
 	test_qpex.QpExTestCase.test_{post_receive,post_send}_qp_state_bad_flow
 	test_qpex.QpExTestCase.test_{full_rq,rq_with_larger_sgl}_bad_flow)
@@ -67,6 +68,12 @@ declare -A known_skips=(
 	# ATOMIC_WRITE: not implemented yet; libsrx refuses the operation in
 	# send_ops_flags with EOPNOTSUPP (probe_atomic_write).
 	['^test_qpex\.QpExTestCase\.test_qp_ex_rc_atomic_write$']='atomic_write|Extended QP is not supported on this device'
+	# Memory windows: srx reports no IBV_DEVICE_MEM_WINDOW; srx.ko
+	# refuses an MR with IBV_ACCESS_MW_BIND, and libsrx has no alloc_mw
+	# op, both with EOPNOTSUPP (probe_mw).
+	['^test_mr\.MWTest\.test_(mw_type|invalidate_mw_type)']='mw|Reg MR with MW access is not supported'
+	['^test_mr\.MWTest\.test_reg_mw_wrong_type$']='mw|Create memory window of type 3 is not supported'
+	['^test_qpex\.QpExTestCase\.test_qp_ex_rc_bind_mw$']='mw|Create custom mr with additional access flags .* is not supported'
 	# XRC: srx reports no IBV_DEVICE_XRC and ibv_open_xrcd() fails with
 	# EOPNOTSUPP (libsrx sets no open_xrcd op; probe_xrc).
 	['^test_(atomic\.AtomicTest\.test_xrc_|qpex\.QpExTestCase\.test_qp_ex_xrc_)']='xrc|Create XRCD is not supported'
@@ -262,6 +269,29 @@ def probe_xrc():
     return absent and not has_xrc, f'IBV_DEVICE_XRC={int(has_xrc)}; {what}'
 
 
+def probe_mw():
+    """Memory windows are absent when the device reports none of
+    IBV_DEVICE_MEM_WINDOW(_TYPE_2A/2B), and both ibv_reg_mr() with
+    IBV_ACCESS_MW_BIND and ibv_alloc_mw() fail with EOPNOTSUPP."""
+    import pyverbs.device as d
+    import pyverbs.enums as e
+    from pyverbs.mr import MR, MW
+    from pyverbs.pd import PD
+    # IBV_DEVICE_MEM_WINDOW, _TYPE_2A, _TYPE_2B (infiniband/verbs.h)
+    mw_caps = 1 << 17 | 1 << 23 | 1 << 24
+    with d.Context(name=dev) as ctx:
+        flags = ctx.query_device().device_cap_flags
+        with PD(ctx) as pd:
+            reg = eopnotsupp('ibv_reg_mr(MW_BIND)', lambda: MR(
+                pd, 4096, e.IBV_ACCESS_LOCAL_WRITE |
+                e.IBV_ACCESS_MW_BIND).close())
+            alloc = eopnotsupp('ibv_alloc_mw(TYPE_2)', lambda: MW(
+                pd, e.IBV_MW_TYPE_2).close())
+    caps = int(flags & mw_caps)
+    return (reg[0] and alloc[0] and not caps,
+            f'MEM_WINDOW caps={caps:#x}; {reg[1]}; {alloc[1]}')
+
+
 def probe_rereg():
     """ibv_rereg_mr() is absent when it fails with EOPNOTSUPP."""
     import pyverbs.enums as e
@@ -331,6 +361,7 @@ def probe_dmabuf():
 for name, probe in (('dm', probe_dm), ('raw', probe_raw),
                     ('qp_ex_ud', probe_qp_ex_ud),
                     ('atomic_write', probe_atomic_write), ('xrc', probe_xrc),
+                    ('mw', probe_mw),
                     ('rereg', probe_rereg), ('dmabuf', probe_dmabuf)):
     try:
         absent, what = probe()
