@@ -941,6 +941,27 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_send_sge = qp->sq.max_sge;
 	attr->cap.max_recv_sge = qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->sq.max_inline;
+	/*
+	 * An RC QP's PSNs move with its traffic: report where the engine
+	 * is, the next PSN to send and the next expected, as rxe does
+	 * (rxe_qp_to_attr()), so that `rdma resource show qp` and
+	 * ibv_query_qp() tell a stalled connection from a moving one.
+	 * state_mutex keeps modify_qp, which sets them, out.
+	 */
+	if (ibqp->qp_type == IB_QPT_RC) {
+		if (attr->qp_state >= IB_QPS_RTS &&
+		    attr->qp_state <= IB_QPS_SQE) {
+			spin_lock_bh(&qp->send_lock);
+			attr->sq_psn = qp->req.psn;
+			spin_unlock_bh(&qp->send_lock);
+		}
+		if (attr->qp_state >= IB_QPS_RTR &&
+		    attr->qp_state <= IB_QPS_SQE) {
+			spin_lock_bh(&qp->resp_lock);
+			attr->rq_psn = qp->resp.epsn;
+			spin_unlock_bh(&qp->resp_lock);
+		}
+	}
 	mutex_unlock(&qp->state_mutex);
 
 	memset(init, 0, sizeof(*init));

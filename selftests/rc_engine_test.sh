@@ -209,6 +209,7 @@ if topo_up srx-self && gids; then
 		errcase post_stress
 	ok "srx-self: one ibv_wr_* batch of every operation, inline and SGE lists" \
 		errcase wr_batch
+	ok "srx-self: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
@@ -227,6 +228,7 @@ if topo_up srx-srx && gids; then
 		errcase post_stress
 	ok "srx-srx: zero-length SEND and WRITE with immediate" errcase zero_length
 	ok "srx-srx: one ibv_wr_* batch of every operation" errcase wr_batch
+	ok "srx-srx: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
 	# b's egress drops everything while the case says so (its ACKs).
 	export RC_ERRORS_DROP="ip netns exec $TOPO_B_NS tc qdisc replace dev $TOPO_B_NETDEV root netem loss 100%"
 	export RC_ERRORS_PASS="ip netns exec $TOPO_B_NS tc qdisc del dev $TOPO_B_NETDEV root"

@@ -42,6 +42,8 @@
  *   wr_batch       one ibv_wr_* batch of every RC operation and every
  *                  data setter (inline and SGE lists): bytes, immediates
  *                  and atomics' results compared, completions in order
+ *   query_psn      ibv_query_qp()'s sq_psn and rq_psn follow the
+ *                  traffic (WRITEs of 1 and 3 packets, a 3-packet READ)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -889,6 +891,62 @@ static bool t_wr_batch(struct pair *p)
 	return true;
 }
 
+/* @qp's sq_psn and rq_psn as ibv_query_qp() reports them. */
+static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	CHECK(!ibv_query_qp(qp, &attr, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &init),
+	      "query_qp: %s", strerror(errno));
+	*sq = attr.sq_psn;
+	*rq = attr.rq_psn;
+	return true;
+}
+
+/*
+ * ibv_query_qp() (and so `rdma resource show qp`) reports the live PSNs
+ * of a connection: 5 one-packet WRITEs, a 3-packet WRITE and a READ of
+ * 3 response packets move a's sq_psn and b's rq_psn by 11 (a READ takes
+ * a PSN per response, IBTA 9.7.1.1), and the other direction stays.
+ */
+static bool t_query_psn(struct pair *p)
+{
+	const uint32_t start = 0x123;	/* qp_connect()'s PSNs */
+	uint32_t a_sq, a_rq, b_sq, b_rq, i;
+	struct ibv_wc wc;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	if (!query_psns(p->a, &a_sq, &a_rq) || !query_psns(p->b, &b_sq, &b_rq))
+		return false;
+	CHECK(a_sq == start && a_rq == start && b_sq == start &&
+	      b_rq == start, "before: a %#x/%#x, b %#x/%#x", a_sq, a_rq,
+	      b_sq, b_rq);
+	for (i = 0; i < 6; i++) {
+		CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf,
+				 i < 5 ? 1 : 3000, sa.mr->lkey,
+				 (uintptr_t)sb.buf, sb.mr->rkey, 10 + i),
+		      "write %u", i);
+		CHECK(wait_wc(&sa, p->a, &wc, 5000) &&
+		      wc.status == IBV_WC_SUCCESS, "write %u: %s", i,
+		      ibv_wc_status_str(wc.status));
+	}
+	CHECK(!post_send(p->a, IBV_WR_RDMA_READ, sa.buf + 8192, 3000,
+			 sa.mr->lkey, (uintptr_t)sb.buf, sb.mr->rkey, 20),
+	      "read");
+	CHECK(wait_wc(&sa, p->a, &wc, 5000) && wc.status == IBV_WC_SUCCESS,
+	      "read: %s", ibv_wc_status_str(wc.status));
+	if (!query_psns(p->a, &a_sq, &a_rq) || !query_psns(p->b, &b_sq, &b_rq))
+		return false;
+	CHECK(a_sq == start + 11 && b_rq == start + 11,
+	      "after: a's sq_psn %#x, b's rq_psn %#x, wanted %#x", a_sq, b_rq,
+	      start + 11);
+	CHECK(a_rq == start && b_sq == start,
+	      "the other way moved: a's rq_psn %#x, b's sq_psn %#x", a_rq,
+	      b_sq);
+	return true;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct pair *p);
@@ -906,6 +964,7 @@ static const struct {
 	{ "too_long", t_too_long },
 	{ "lost_ack_no_timeout", t_lost_ack_no_timeout },
 	{ "wr_batch", t_wr_batch },
+	{ "query_psn", t_query_psn },
 };
 
 int main(int argc, char **argv)
