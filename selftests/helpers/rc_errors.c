@@ -780,7 +780,9 @@ static bool wr_done(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op)
  * One ibv_wr_* batch of every RC operation, each data setter used: SEND
  * of an inline list, SEND with immediate of an SGE list, a 3000-byte
  * WRITE, WRITE with immediate inline, a READ of what the WRITE wrote,
- * FETCH_AND_ADD, CMP_AND_SWP. Everything lands, in order.
+ * FETCH_AND_ADD, CMP_AND_SWP. Everything lands, in order. Two of them
+ * get a second data setter, which replaces the first (the inline flag
+ * and the SGE count follow the last one).
  */
 static bool t_wr_batch(struct pair *p)
 {
@@ -832,12 +834,16 @@ static bool t_wr_batch(struct pair *p)
 	ex->wr_flags = IBV_SEND_SIGNALED;
 	ex->wr_id = 1;
 	ibv_wr_send(ex);
+	/* A second data setter replaces the first: inline after an SGE. */
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)sa.buf + 2000, 40);
 	ibv_wr_set_inline_data_list(ex, 2, inl);
 	ex->wr_id = 2;
 	ibv_wr_send_imm(ex, htonl(0x1234));
 	ibv_wr_set_sge_list(ex, 2, sgl);
 	ex->wr_id = 3;
 	ibv_wr_rdma_write(ex, sb.mr->rkey, rbase + 4096);
+	/* ... and an SGE after inline data. */
+	ibv_wr_set_inline_data(ex, imm_inline, sizeof(imm_inline));
 	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)sa.buf + 1000, 3000);
 	ex->wr_id = 4;
 	ibv_wr_rdma_write_imm(ex, sb.mr->rkey, rbase + 8192, htonl(0x5678));
