@@ -230,7 +230,10 @@ static struct srx_swqe *srx_comp_rd_wqe(struct srx_qp *qp, u32 psn)
 	return e;
 }
 
-/* A READ response at una: scatter it into the WQE's buffers. */
+/*
+ * A READ response at una: scatter it into the WQE's buffers. Or the empty
+ * one that answers an ATOMIC WRITE.
+ */
 static bool srx_comp_read_resp(struct srx_qp *qp,
 			       const struct srx_roce_pkt *pkt,
 			       const u8 *payload)
@@ -241,7 +244,7 @@ static bool srx_comp_read_resp(struct srx_qp *qp,
 	enum srx_acc acc;
 	u64 off;
 
-	if (!e || e->opcode != IB_WR_RDMA_READ) {
+	if (!e || srx_wqe_opcode_is_atomic(e->opcode)) {
 		/*
 		 * Ahead of una: one before it was lost; ask again, once per
 		 * una: the rest of the old stream is still arriving, and
@@ -257,7 +260,9 @@ static bool srx_comp_read_resp(struct srx_qp *qp,
 	}
 	idx = srx_psn_diff(pkt->psn, e->eng.first_psn);
 	off = (u64)idx * req->mtu;
-	want = min_t(u64, req->mtu, e->length - off);
+	/* An ATOMIC WRITE's answer is an empty READ_RESP_ONLY. */
+	want = e->opcode == SRX_WR_ATOMIC_WRITE ? 0 :
+	       min_t(u64, req->mtu, e->length - off);
 	/* Its place and length must be the ones the request asked for. */
 	if (!!(pkt->op->flags & SRX_ROCE_F_FIRST) != (idx == 0) ||
 	    !!(pkt->op->flags & SRX_ROCE_F_LAST) !=
@@ -296,7 +301,7 @@ static bool srx_comp_atomic_ack(struct srx_qp *qp,
 	enum srx_acc acc;
 	u64 orig;
 
-	if (!e || e->opcode == IB_WR_RDMA_READ)
+	if (!e || !srx_wqe_opcode_is_atomic(e->opcode))
 		return false;
 	ack = srx_roce_pkt_hdr(pkt, buf, SRX_ROCE_ATMACK);
 	orig = srx_atmack_orig(ack);

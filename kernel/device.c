@@ -26,6 +26,7 @@
 #include "net.h"
 #include "qp.h"
 #include "ucontext.h"
+#include "wqe.h"
 
 static unsigned int max_cq, max_qp, max_pd, max_mr;
 
@@ -302,6 +303,19 @@ static const struct ib_device_ops srx_device_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srx_ucontext, base_ucontext),
 };
 
+/*
+ * IB_DEVICE_ATOMIC_WRITE of 6.12 (== IB_UVERBS_DEVICE_ATOMIC_WRITE, bit 40
+ * of query_device_ex's device_cap_flags_ex, which rdma-core's tests read);
+ * 6.1 has no name for it and passes the bit through unchanged.
+ */
+#define SRX_DEVICE_ATOMIC_WRITE BIT_ULL(40)
+
+#ifdef SRX_HAVE_ATOMIC_WRITE
+static_assert(SRX_DEVICE_ATOMIC_WRITE == IB_DEVICE_ATOMIC_WRITE);
+static_assert(SRX_WR_ATOMIC_WRITE == IB_WR_ATOMIC_WRITE);
+static_assert(SRX_WC_ATOMIC_WRITE == IB_WC_ATOMIC_WRITE);
+#endif
+
 static void srx_init_attrs(struct srx_device *sdev)
 {
 	struct ib_device_attr *a = &sdev->attrs;
@@ -330,6 +344,8 @@ static void srx_init_attrs(struct srx_device *sdev)
 	 * atomics on the same memory. Masked atomics are not implemented.
 	 */
 	a->atomic_cap = IB_ATOMIC_HCA;
+	/* ATOMIC WRITE: one 8-byte store under the same lock (resp.c). */
+	a->device_cap_flags |= SRX_DEVICE_ATOMIC_WRITE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 }
@@ -342,6 +358,7 @@ enum srx_feature {
 	SRX_FEAT_BASE,		/* always there */
 	SRX_FEAT_ATOMIC,	/* atomic_cap != IB_ATOMIC_NONE */
 	SRX_FEAT_MASKED_ATOMIC,	/* masked_atomic_cap != IB_ATOMIC_NONE */
+	SRX_FEAT_ATOMIC_WRITE,	/* SRX_DEVICE_ATOMIC_WRITE */
 	SRX_FEAT_MW,		/* IB_DEVICE_MEM_WINDOW: memory windows */
 	SRX_FEAT_MEM_MGT,	/* IB_DEVICE_MEM_MGT_EXTENSIONS: fast reg, invalidate */
 	SRX_FEAT_COUNT
@@ -373,6 +390,8 @@ static const struct {
 					      SRX_FEAT_MASKED_ATOMIC },
 	[IB_WR_MASKED_ATOMIC_FETCH_AND_ADD] = { BIT(IB_QPT_RC),
 						SRX_FEAT_MASKED_ATOMIC },
+	/* user QPs only: srx_post_send() refuses it (qp.c) */
+	[SRX_WR_ATOMIC_WRITE]		= { BIT(IB_QPT_RC), SRX_FEAT_ATOMIC_WRITE },
 	[IB_WR_SEND_WITH_INV]		= { BIT(IB_QPT_RC), SRX_FEAT_MEM_MGT },
 	[IB_WR_LOCAL_INV]		= { SRX_QPT_CONN, SRX_FEAT_MEM_MGT },
 	[IB_WR_BIND_MW]			= { SRX_QPT_CONN, SRX_FEAT_MW },
@@ -394,6 +413,8 @@ static void srx_init_accepts(struct srx_device *sdev)
 		[SRX_FEAT_BASE] = true,
 		[SRX_FEAT_ATOMIC] = a->atomic_cap != IB_ATOMIC_NONE,
 		[SRX_FEAT_MASKED_ATOMIC] = a->masked_atomic_cap != IB_ATOMIC_NONE,
+		[SRX_FEAT_ATOMIC_WRITE] =
+			a->device_cap_flags & SRX_DEVICE_ATOMIC_WRITE,
 		[SRX_FEAT_MW] = a->device_cap_flags & IB_DEVICE_MEM_WINDOW,
 		[SRX_FEAT_MEM_MGT] =
 			a->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS,

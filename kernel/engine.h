@@ -79,7 +79,10 @@ struct srx_req {
 	u8 max_rd_atomic;	/* initiator depth, at least 1 */
 };
 
-/* A responder resource: one READ or ATOMIC request ([IBTA] 9.7.4.1.6). */
+/*
+ * A responder resource: one READ or ATOMIC request ([IBTA] 9.7.4.1.6); an
+ * ATOMIC WRITE's is a READ of length 0, answered by an empty response.
+ */
 enum srx_res_type {
 	SRX_RES_FREE = 0,
 	SRX_RES_READ,

@@ -437,6 +437,42 @@ void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 }
 
 /**
+ * srx_mr_store_u64 - place an ATOMIC WRITE's 8 bytes with one store
+ * @mr: a region the caller holds a reference on and checked the range of
+ * @iova: the target, 8-byte aligned in the MR's address space
+ * @val: the bytes, in the order they are to land
+ *
+ * A release store (as 6.12's rxe_mr_do_atomic_write()): a reader that sees
+ * the new value also sees everything placed before it. The kernel address
+ * must be 8-byte aligned as well; an iova given at registration that is
+ * not congruent to the buffer's address can make it not so.
+ *
+ * Context: any. Return: false if the memory is not 8-byte aligned.
+ */
+bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val)
+{
+	u32 off;
+	u64 pg;
+	u8 *va;
+
+	if (!mr->pages) {
+		va = (u8 *)(uintptr_t)iova;
+		if ((uintptr_t)va & 7)
+			return false;
+		smp_store_release((u64 *)va, val);
+		return true;
+	}
+	srx_mr_locate(mr->grant.iova, mr->first_off, PAGE_SHIFT, iova, &pg,
+		      &off);
+	if ((off & 7) || pg >= mr->npages)
+		return false;
+	va = kmap_local_page(mr->pages[pg]);
+	smp_store_release((u64 *)(va + off), val);
+	kunmap_local(va);
+	return true;
+}
+
+/**
  * srx_sge_check - check every SGE of a list and sum its length
  * @sdev: the device
  * @pd: the QP's PD

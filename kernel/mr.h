@@ -102,6 +102,7 @@ enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 			    struct srx_mr **mrp);
 void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 		 enum srx_copy_dir dir);
+bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val);
 enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
 			   int need, const struct srx_sge *sge, u32 num_sge,
 			   u64 *total);

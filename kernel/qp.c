@@ -126,6 +126,8 @@ u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 		return IB_WC_LOCAL_INV;
 	case IB_WR_BIND_MW:
 		return IB_WC_BIND_MW;
+	case SRX_WR_ATOMIC_WRITE:
+		return SRX_WC_ATOMIC_WRITE;
 	default:
 		return IB_WC_SEND;
 	}
@@ -1037,9 +1039,15 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 
 	lockdep_assert_held(&wq->lock);
 
-	/* An opcode the device does not report: EINVAL (ibv_post_send(3)). */
+	/*
+	 * An opcode the device does not report: EINVAL (ibv_post_send(3)).
+	 * ATOMIC WRITE is reported for libsrx's wr_atomic_write(), which
+	 * gives the value; 6.12's ib_send_wr has no field of its own for it,
+	 * and no kernel user posts it.
+	 */
 	if (wr->num_sge > wq->max_sge ||
-	    !srx_send_opcode_ok(qp->sdev, qp->base_qp.qp_type, wr->opcode))
+	    !srx_send_opcode_ok(qp->sdev, qp->base_qp.qp_type, wr->opcode) ||
+	    wr->opcode == SRX_WR_ATOMIC_WRITE)
 		return -EINVAL;
 	/*
 	 * Inline data is the payload of an outgoing message: SEND and RDMA

@@ -125,6 +125,8 @@ static u8 srx_req_opcode(const struct srx_swqe *e, bool first, bool last)
 		return SRX_ROCE_RC_READ_REQ;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 		return SRX_ROCE_RC_CMP_SWAP;
+	case SRX_WR_ATOMIC_WRITE:
+		return SRX_ROCE_RC_ATOMIC_WRITE;
 	default:
 		return SRX_ROCE_RC_FETCH_ADD;
 	}
@@ -170,6 +172,14 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 		a.va = e->wr.atomic.remote_addr;
 		a.rkey = e->wr.atomic.rkey;
 		a.swap_add = e->wr.atomic.compare_add;
+		a.ackreq = true;
+		break;
+	case SRX_WR_ATOMIC_WRITE:
+		/* RETH, then the 8 bytes the take copied ([rxe_op] of 6.12). */
+		payload = SRX_ROCE_ATOMIC_WRITE_BYTES;
+		a.va = e->wr.rdma.remote_addr;
+		a.rkey = e->wr.rdma.rkey;
+		a.dma_len = payload;
 		a.ackreq = true;
 		break;
 	default:	/* SEND, RDMA WRITE, with or without immediate */

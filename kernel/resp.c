@@ -3,8 +3,8 @@
  * The responder of the RC transport: the receive side of a QP's peer's
  * requests. It places SEND payloads in receive WQEs and WRITE payloads in
  * memory regions (through the memory-key layer's rkey, PD, access and
- * bounds checks, mr.c), executes ATOMICs, answers READs, and sends ACKs
- * and NAKs.
+ * bounds checks, mr.c), executes ATOMICs and ATOMIC WRITEs, answers
+ * READs, and sends ACKs and NAKs.
  *
  * It runs under qp->resp_lock in the receive softirq, one packet at a
  * time, and finishes there without sleeping: one small skb per ACK or
@@ -425,6 +425,54 @@ static enum srx_resp_result srx_resp_atomic(struct srx_qp *qp,
 }
 
 /*
+ * RDMA ATOMIC WRITE ([IBTA] 1.5 Annex A19): 8 bytes placed by one store
+ * that is ordered after everything this QP placed before it, and answered
+ * as 6.12's rxe answers it, with an empty READ response from a responder
+ * resource. A duplicate is then answered again from the resource and
+ * never written again: a repeated store would undo whatever changed the
+ * target since. The target must be 8-byte aligned in the address space
+ * and in memory (A19.4.2; rxe_mr_do_atomic_write() of 6.12 checks both).
+ */
+static enum srx_resp_result srx_resp_atomic_write(struct srx_qp *qp,
+						  const struct srx_roce_pkt *pkt,
+						  const u8 *buf)
+{
+	const struct srx_reth *reth = srx_roce_pkt_hdr(pkt, buf, SRX_ROCE_RETH);
+	struct srx_resp *resp = &qp->resp;
+	u64 va = srx_reth_va(reth), val;
+	struct srx_res *r;
+	struct srx_mr *mr;
+	enum srx_acc acc;
+	bool stored;
+
+	if (!(resp->access & IB_ACCESS_REMOTE_WRITE) || !resp->res ||
+	    srx_reth_len(reth) != SRX_ROCE_ATOMIC_WRITE_BYTES || (va & 7))
+		return SRX_RESP_NAK_INV;
+	acc = srx_mr_acquire(qp->sdev, srx_reth_rkey(reth), qp->base_qp.pd,
+			     IB_ACCESS_REMOTE_WRITE, va, sizeof(val), &mr);
+	if (acc != SRX_ACC_OK)
+		return SRX_RESP_NAK_ACCESS;
+	/* The parser checked the payload is 8 bytes; bytes as they came. */
+	memcpy(&val, buf + pkt->payload_off, sizeof(val));
+	spin_lock(&srx_atomic_lock);
+	stored = srx_mr_store_u64(mr, va, val);
+	spin_unlock(&srx_atomic_lock);
+	srx_mr_put(mr);
+	if (!stored)
+		return SRX_RESP_NAK_INV;
+
+	r = srx_resp_new_res(resp);
+	r->type = SRX_RES_READ;		/* length 0: an empty response */
+	r->first_psn = pkt->psn;
+	r->last_psn = pkt->psn;
+	r->next_psn = pkt->psn;
+	resp->msn = srx_msn_add(resp->msn, 1);
+	/* Queued behind any READ response still due: PSN order. */
+	srx_resp_queue_reads(qp);
+	return SRX_RESP_ANSWERED;
+}
+
+/*
  * A request behind epsn: answered again, never executed again (but a
  * READ, which has no effect to repeat).
  */
@@ -436,7 +484,8 @@ static void srx_resp_duplicate(struct srx_qp *qp,
 	struct srx_res *r;
 
 	srx_count(qp->sdev, SRX_CNT_DUP_REQ, 1);
-	if (!(flags & (SRX_ROCE_F_READ | SRX_ROCE_F_ATOMIC))) {
+	if (!(flags & (SRX_ROCE_F_READ | SRX_ROCE_F_ATOMIC |
+		       SRX_ROCE_F_ATOMIC_WRITE))) {
 		/* Coalesced: everything before epsn has arrived. */
 		srx_resp_ack(qp, srx_psn_add(resp->epsn, SRX_SEQ24_MASK));
 		return;
@@ -458,7 +507,9 @@ static void srx_resp_duplicate(struct srx_qp *qp,
 					pkt->psn, r->orig);
 			return;
 		}
-		if (!(flags & SRX_ROCE_F_READ))
+		/* An ATOMIC WRITE's resource is an empty READ's. */
+		if (!(flags & SRX_ROCE_F_READ) &&
+		    !((flags & SRX_ROCE_F_ATOMIC_WRITE) && !r->length))
 			return;
 		/* Again from the duplicate's PSN, in PSN order. */
 		r->next_psn = pkt->psn;
@@ -509,7 +560,9 @@ static enum srx_resp_result srx_resp_execute(struct srx_qp *qp,
 		return srx_resp_read(qp, pkt, buf);
 	if (flags & SRX_ROCE_F_ATOMIC)
 		return srx_resp_atomic(qp, pkt, buf);
-	return SRX_RESP_NAK_INV;	/* FLUSH, ATOMIC_WRITE: not yet */
+	if (flags & SRX_ROCE_F_ATOMIC_WRITE)
+		return srx_resp_atomic_write(qp, pkt, buf);
+	return SRX_RESP_NAK_INV;	/* FLUSH: not yet */
 }
 
 /**

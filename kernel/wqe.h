@@ -52,6 +52,17 @@
 #define SRX_WC_LOC_LEN_ERR	1
 #define SRX_WC_LOC_QP_OP_ERR	2
 
+/*
+ * RDMA ATOMIC WRITE (IBTA 1.5, Memory Placement Extensions): 15 in
+ * libibverbs 44 (IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE 9) and in 6.12's
+ * uAPI (IB_UVERBS_WR_ATOMIC_WRITE, IB_UVERBS_WC_ATOMIC_WRITE); 6.1's uAPI
+ * has neither, hence numbers of our own. Its 8 bytes travel inline in the
+ * WQE (libsrx's wr_atomic_write), so the value is the one taken at post
+ * time, whatever the process writes afterwards.
+ */
+#define SRX_WR_ATOMIC_WRITE	15
+#define SRX_WC_ATOMIC_WRITE	9
+
 /* Why a WQE is invalid; SRX_WQE_OK (0) when it is not. */
 enum srx_wqe_result {
 	SRX_WQE_OK = 0,
@@ -62,7 +73,8 @@ enum srx_wqe_result {
 	SRX_WQE_BAD_INLINE,	/* inline on an opcode without payload, too long,
 				 * or inline_len on a WQE that is not inline */
 	SRX_WQE_TOO_LONG,	/* length > the QP's maximum message size */
-	SRX_WQE_ATOMIC_LEN,	/* an atomic's local buffer is not 8 bytes */
+	SRX_WQE_ATOMIC_LEN,	/* an atomic's local buffer, or an ATOMIC
+				 * WRITE's value, is not 8 bytes */
 	SRX_WQE_RESULT_COUNT
 };
 
@@ -186,6 +198,7 @@ static inline int srx_wqe_opcode_has_payload(u32 opcode)
 	case IB_UVERBS_WR_SEND_WITH_INV:
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+	case SRX_WR_ATOMIC_WRITE:
 		return 1;
 	default:
 		return 0;
@@ -205,10 +218,15 @@ static inline int srx_wqe_opcode_is_atomic(u32 opcode)
 	}
 }
 
-/* READ and ATOMIC: each takes a responder resource and ends with its response. */
+/*
+ * READ, ATOMIC and ATOMIC WRITE: each takes a responder resource and ends
+ * with its response (an ATOMIC WRITE's is an empty READ response, as 6.12's
+ * rxe sends; ../shared/ROCE.md), so each counts against the initiator depth.
+ */
 static inline int srx_wqe_opcode_is_rd_atomic(u32 opcode)
 {
 	return opcode == IB_UVERBS_WR_RDMA_READ ||
+	       opcode == SRX_WR_ATOMIC_WRITE ||
 	       srx_wqe_opcode_is_atomic(opcode);
 }
 
@@ -218,6 +236,7 @@ static inline int srx_wqe_opcode_is_rdma(u32 opcode)
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 	case IB_UVERBS_WR_RDMA_READ:
+	case SRX_WR_ATOMIC_WRITE:	/* a RETH's address and rkey */
 		return 1;
 	default:
 		return 0;
@@ -239,7 +258,8 @@ static inline int srx_wqe_opcode_is_rdma(u32 opcode)
  *    without immediate data or invalidation, the remote part of a SEND on a
  *    connected QP) are ignored: libsrx writes ex for every opcode;
  *  - an inline WQE has an opcode with a payload, no SGEs, and inline_len
- *    <= max_inline; any other WQE has inline_len 0 and num_sge <= max_sge.
+ *    <= max_inline; any other WQE has inline_len 0 and num_sge <= max_sge;
+ *  - an ATOMIC WRITE is inline (its 8 bytes are checked with the length).
  */
 static inline u8 srx_send_hdr_check(const struct srx_send_wqe *h,
 				    const struct srx_wqe_limits *lim)
@@ -270,7 +290,7 @@ static inline u8 srx_send_hdr_check(const struct srx_send_wqe *h,
 		if (h->num_sge)
 			return SRX_WQE_BAD_NUM_SGE;
 	} else {
-		if (h->inline_len)
+		if (h->inline_len || opcode == SRX_WR_ATOMIC_WRITE)
 			return SRX_WQE_BAD_INLINE;
 		if (h->num_sge > lim->max_sge)
 			return SRX_WQE_BAD_NUM_SGE;
@@ -281,14 +301,16 @@ static inline u8 srx_send_hdr_check(const struct srx_send_wqe *h,
 /*
  * Validate the length of a send WQE whose header passed: @length is summed
  * in 64 bits from the copied SGEs, so 32 SGEs of 4 GiB - 1 cannot wrap
- * past the limit. An atomic reads or returns exactly 8 bytes.
+ * past the limit. An atomic reads or returns exactly 8 bytes, and an
+ * ATOMIC WRITE writes exactly 8.
  */
 static inline u8 srx_send_len_check(u32 opcode, u64 length,
 				    const struct srx_wqe_limits *lim)
 {
 	if (length > lim->max_msg)
 		return SRX_WQE_TOO_LONG;
-	if (srx_wqe_opcode_is_atomic(opcode) && length != 8)
+	if ((srx_wqe_opcode_is_atomic(opcode) ||
+	     opcode == SRX_WR_ATOMIC_WRITE) && length != 8)
 		return SRX_WQE_ATOMIC_LEN;
 	return SRX_WQE_OK;
 }

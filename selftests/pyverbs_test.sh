@@ -65,9 +65,6 @@ declare -A known_skips=(
 	# (probe_qp_ex_ud), and test_qpex skips every case built on one:
 	# the UD sends and the four bad-flow cases.
 	['^test_qpex\.QpExTestCase\.test_(qp_ex_ud_|post_|full_|rq_)']='qp_ex_ud|Extended QP is not supported on this device'
-	# ATOMIC_WRITE: not implemented yet; libsrx refuses the operation in
-	# send_ops_flags with EOPNOTSUPP (probe_atomic_write).
-	['^test_qpex\.QpExTestCase\.test_qp_ex_rc_atomic_write$']='atomic_write|Extended QP is not supported on this device'
 	# Memory windows: srx reports no IBV_DEVICE_MEM_WINDOW; srx.ko
 	# refuses an MR with IBV_ACCESS_MW_BIND, and libsrx has no alloc_mw
 	# op, both with EOPNOTSUPP (probe_mw).
@@ -244,14 +241,6 @@ def probe_qp_ex_ud():
     return qp_ex_refused(e.IBV_QPT_UD, e.IBV_QP_EX_WITH_SEND, 'UD, SEND')
 
 
-def probe_atomic_write():
-    """ATOMIC_WRITE is absent when an RC QP with send_ops_flags
-    ATOMIC_WRITE fails with EOPNOTSUPP."""
-    import pyverbs.enums as e
-    return qp_ex_refused(e.IBV_QPT_RC, e.IBV_QP_EX_WITH_ATOMIC_WRITE,
-                         'RC, ATOMIC_WRITE')
-
-
 def probe_xrc():
     """XRC is absent when the device does not report IBV_DEVICE_XRC and
     ibv_open_xrcd() fails with EOPNOTSUPP."""
@@ -360,7 +349,7 @@ def probe_dmabuf():
 
 for name, probe in (('dm', probe_dm), ('raw', probe_raw),
                     ('qp_ex_ud', probe_qp_ex_ud),
-                    ('atomic_write', probe_atomic_write), ('xrc', probe_xrc),
+                    ('xrc', probe_xrc),
                     ('mw', probe_mw),
                     ('rereg', probe_rereg), ('dmabuf', probe_dmabuf)):
     try:

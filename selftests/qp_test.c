@@ -1188,6 +1188,45 @@ TEST_F(qp, post_too_many_sges)
 }
 
 /*
+ * ATOMIC_WRITE posts through ibv_wr_atomic_write() only, which gives its
+ * 8 bytes: ibv_post_send() refuses the opcode with EINVAL and bad_wr at
+ * it, on the RC QP whose ibv_qp_ex takes it, and queues nothing.
+ */
+TEST_F(qp, post_send_refuses_atomic_write)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)self->buf, .length = 8,
+		.lkey = self->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 77, .opcode = IBV_WR_ATOMIC_WRITE,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		.sg_list = &sge, .num_sge = 1,
+	}, *bad = NULL;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc;
+	struct ibv_qp *qp;
+
+	if (variant->type != IBV_QPT_RC || !srx_test_is_srx())
+		SKIP(return, "srx's RC only");
+	qp = qp_create(self, variant->type);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 8192;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	EXPECT_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	bad = NULL;
+	EXPECT_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	/* Nothing was queued: the move to ERR flushes nothing. */
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+	EXPECT_EQ(0, srx_wait_cqes(self->scq, &wc, 1, 100));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/*
  * What a device reports and what ibv_post_send() takes agree: an opcode
  * whose feature the device does not report (atomic_cap, memory windows,
  * memory management extensions) fails with EINVAL and bad_wr at it
@@ -1371,6 +1410,19 @@ TEST_F(qp, remote_atomic_access_granted_as_reported)
 /* ------------------------------------------------------------------ */
 
 /* The operations ibv_post_send() takes on @type here, as send_ops_flags. */
+/*
+ * Bit 40 of device_cap_flags_ex, IB_UVERBS_DEVICE_ATOMIC_WRITE of the
+ * kernel's uAPI (rdma-core 44 has no name for it).
+ */
+static bool has_atomic_write(FIXTURE_DATA(qp) *self)
+{
+	struct ibv_device_attr_ex ax;
+
+	if (ibv_query_device_ex(self->ctx, NULL, &ax))
+		return false;
+	return ax.device_cap_flags_ex & (1ull << 40);
+}
+
 static uint64_t wr_ops_for(FIXTURE_DATA(qp) *self, enum ibv_qp_type type)
 {
 	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -1384,6 +1436,8 @@ static uint64_t wr_ops_for(FIXTURE_DATA(qp) *self, enum ibv_qp_type type)
 	if (self->dattr.atomic_cap != IBV_ATOMIC_NONE)
 		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	if (has_atomic_write(self))
+		ops |= IBV_QP_EX_WITH_ATOMIC_WRITE;
 	return ops;
 }
 
@@ -1414,7 +1468,8 @@ static struct ibv_qp *qp_create_ex(FIXTURE_DATA(qp) *self,
  * has, and create_flags 0; anything else fails with EOPNOTSUPP on srx, as
  * rdma-core's providers answer (rxe's check_qp_init_attr(), v44). On srx
  * that includes operations it does not have yet (UD sends, which need
- * address handles; BIND_MW; ATOMIC_WRITE) and every create flag.
+ * address handles; BIND_MW) and every create flag. ATOMIC_WRITE is RC's
+ * alone, and there only where device_cap_flags_ex reports it (srx does).
  */
 TEST_F(qp, wr_api_create)
 {
@@ -1433,8 +1488,8 @@ TEST_F(qp, wr_api_create)
 		  IBV_QP_EX_WITH_RDMA_READ, false },
 		{ "BIND_MW", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
 		  IBV_QP_EX_WITH_BIND_MW, true },
-		{ "ATOMIC_WRITE", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
-		  IBV_QP_EX_WITH_ATOMIC_WRITE, true },
+		{ "ATOMIC_WRITE on UC or UD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		  0, IBV_QP_EX_WITH_ATOMIC_WRITE, true },
 		{ "BLOCK_SELF_MCAST_LB", IBV_QP_INIT_ATTR_CREATE_FLAGS,
 		  IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, 0, true },
 		{ "an XRC domain mask", IBV_QP_INIT_ATTR_XRCD, 0, 0, true },
@@ -1445,7 +1500,8 @@ TEST_F(qp, wr_api_create)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-		if (refused[i].ops == IBV_QP_EX_WITH_RDMA_READ &&
+		if ((refused[i].ops == IBV_QP_EX_WITH_RDMA_READ ||
+		     refused[i].ops == IBV_QP_EX_WITH_ATOMIC_WRITE) &&
 		    variant->type == IBV_QPT_RC)
 			continue;
 		if (refused[i].srx_only && !srx_test_is_srx())
@@ -1500,6 +1556,12 @@ TEST_F(qp, wr_api_create)
 		EXPECT_NE(NULL, ex->wr_atomic_cmp_swp);
 		EXPECT_NE(NULL, ex->wr_atomic_fetch_add);
 	}
+	if (variant->type == IBV_QPT_RC && srx_test_is_srx()) {
+		EXPECT_TRUE(has_atomic_write(self));
+		EXPECT_TRUE(!!(ops & IBV_QP_EX_WITH_ATOMIC_WRITE));
+	}
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		EXPECT_NE(NULL, ex->wr_atomic_write);
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 

@@ -210,6 +210,8 @@ if topo_up srx-self && gids; then
 	ok "srx-self: one ibv_wr_* batch of every operation, inline and SGE lists" \
 		errcase wr_batch
 	ok "srx-self: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
+	ok "srx-self: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
+		errcase atomic_write
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
@@ -229,11 +231,15 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: zero-length SEND and WRITE with immediate" errcase zero_length
 	ok "srx-srx: one ibv_wr_* batch of every operation" errcase wr_batch
 	ok "srx-srx: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
+	ok "srx-srx: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
+		errcase atomic_write
 	# b's egress drops everything while the case says so (its ACKs).
 	export RC_ERRORS_DROP="ip netns exec $TOPO_B_NS tc qdisc replace dev $TOPO_B_NETDEV root netem loss 100%"
 	export RC_ERRORS_PASS="ip netns exec $TOPO_B_NS tc qdisc del dev $TOPO_B_NETDEV root"
 	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \
 		errcase lost_ack_no_timeout
+	ok "srx-srx: an ATOMIC WRITE's answer lost: the retry is answered, not written again" \
+		errcase atomic_write_dup
 	unset RC_ERRORS_DROP RC_ERRORS_PASS
 	ok "srx-srx: RDMA WRITE 1 B" perf ib_write_bw a b -s 1 -n 100
 	ok "srx-srx: RDMA WRITE, inline 64 B" perf ib_write_bw a b -s 64 -I 64 -n 200
@@ -281,6 +287,11 @@ if topo_up srx-rxe && gids; then
 	ok "srx to rxe: ATOMIC FETCH_AND_ADD" perf ib_atomic_bw b a -A FETCH_AND_ADD -o 16 -n 100
 	ok "rxe to srx: ATOMIC CMP_AND_SWAP" perf ib_atomic_bw a b -A CMP_AND_SWAP -o 16 -n 100
 	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
+	# rxe answers ATOMIC WRITE from Linux 6.2 on; 6.1's drops it unanswered.
+	if printf '6.2\n%s\n' "$(uname -r)" | sort -V -C; then
+		ok "srx to rxe: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
+			errcase atomic_write
+	fi
 else
 	ok "srx-rxe topology" false
 fi

@@ -44,6 +44,14 @@
  *                  and atomics' results compared, completions in order
  *   query_psn      ibv_query_qp()'s sq_psn and rq_psn follow the
  *                  traffic (WRITEs of 1 and 3 packets, a 3-packet READ)
+ *   atomic_write   ibv_wr_atomic_write() after a WRITE: the 8 bytes
+ *                  posted land, and complete as IBV_WC_ATOMIC_WRITE;
+ *                  misaligned: REM_INV_REQ_ERR; wrong rkey:
+ *                  REM_ACCESS_ERR; the target untouched by both
+ *   atomic_write_dup
+ *                  b's answer to an ATOMIC WRITE is lost and b's CPU
+ *                  changes the target: a's retry completes without
+ *                  writing again (RC_ERRORS_DROP/_PASS, two devices)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -897,6 +905,162 @@ static bool t_wr_batch(struct pair *p)
 	return true;
 }
 
+/*
+ * One ATOMIC WRITE of @val to b's @raddr (rkey @rkey) after a WRITE of
+ * 3000 bytes to b+4096, as one ibv_wr_* batch on @qp (wr_id 1 and 2).
+ * The source of the 8 bytes is overwritten before ibv_wr_complete():
+ * what lands must be what it held at ibv_wr_atomic_write().
+ */
+static bool atomic_write_batch(struct ibv_qp *qp, uint64_t raddr,
+			       uint32_t rkey, uint64_t val)
+{
+	struct ibv_qp_ex *ex = ibv_qp_to_qp_ex(qp);
+	uint64_t src = val;
+	int ret;
+
+	CHECK(ex, "ibv_qp_to_qp_ex: NULL");
+	ibv_wr_start(ex);
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ex->wr_id = 1;
+	ibv_wr_rdma_write(ex, sb.mr->rkey, (uintptr_t)sb.buf + 4096);
+	ibv_wr_set_sge(ex, sa.mr->lkey, (uintptr_t)sa.buf, 3000);
+	ex->wr_id = 2;
+	ibv_wr_atomic_write(ex, rkey, raddr, &src);
+	src = ~val;
+	ret = ibv_wr_complete(ex);
+	CHECK(!ret, "ibv_wr_complete: %s", strerror(ret));
+	return true;
+}
+
+/* a with the operations the ATOMIC WRITE cases post; b plain. */
+static bool atomic_write_pair(struct pair *p, const struct conn *ca)
+{
+	p->a = qp_new_ops(&sa, IBV_QP_EX_WITH_RDMA_WRITE |
+			  IBV_QP_EX_WITH_ATOMIC_WRITE);
+	p->b = qp_new(&sb);
+	CHECK(p->a && p->b, "create: %s", strerror(errno));
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, ca), "connect a");
+	CHECK(!qp_connect(p->b, &sb, &sa, p->a->qp_num, &conn_default),
+	      "connect b");
+	return true;
+}
+
+/*
+ * An ATOMIC WRITE to b's @raddr with @rkey that b refuses: a's WQE ends
+ * with @st, and the 16 bytes at b+12288 stay 0x5a.
+ */
+static bool atomic_write_refused(struct pair *p, uint64_t raddr,
+				 uint32_t rkey, enum ibv_wc_status st,
+				 const char *what)
+{
+	uint8_t *target = sb.buf + 12288;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	pair_down(p);
+	memset(target, 0x5a, 16);
+	if (!atomic_write_pair(p, &conn_default) ||
+	    !atomic_write_batch(p->a, raddr, rkey, 0x0123456789abcdefull) ||
+	    !wr_done(p, 1, IBV_WC_RDMA_WRITE))
+		return false;
+	CHECK(wait_wc(&sa, p->a, &wc, 5000), "%s: no completion", what);
+	CHECK(wc.wr_id == 2 && wc.status == st, "%s: %s, wanted %s", what,
+	      ibv_wc_status_str(wc.status), ibv_wc_status_str(st));
+	for (i = 0; i < 16; i++)
+		CHECK(target[i] == 0x5a, "%s: byte %u written", what, i);
+	return true;
+}
+
+/*
+ * RDMA ATOMIC WRITE (ibv_wr_atomic_write()): its 8 bytes land after the
+ * WRITE before it, nothing around them changes, and it completes as
+ * IBV_WC_ATOMIC_WRITE with byte_len 8. A target that is not 8-byte
+ * aligned is an invalid request (REM_INV_REQ_ERR, IBTA A19.4.2), a wrong
+ * rkey a remote access error (REM_ACCESS_ERR); in both the target keeps
+ * its bytes.
+ */
+static bool t_atomic_write(struct pair *p)
+{
+	const uint64_t val = 0x0123456789abcdefull;
+	uint8_t *target = sb.buf + 12288;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	memset(sb.buf, 0x5a, 16384);
+	for (i = 0; i < 3000; i++)
+		sa.buf[i] = (uint8_t)(i * 13 + 1);
+	if (!atomic_write_pair(p, &conn_default) ||
+	    !atomic_write_batch(p->a, (uintptr_t)target, sb.mr->rkey, val))
+		return false;
+	if (!wr_done(p, 1, IBV_WC_RDMA_WRITE))
+		return false;
+	CHECK(wait_wc(&sa, p->a, &wc, 5000), "ATOMIC WRITE: no completion");
+	CHECK(wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_ATOMIC_WRITE && wc.byte_len == 8,
+	      "ATOMIC WRITE: wr_id %llu, %s, opcode %d, byte_len %u",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      wc.opcode, wc.byte_len);
+	CHECK(!memcmp(target, &val, 8), "the target does not hold the value "
+	      "posted (%#llx)", (unsigned long long)*(uint64_t *)target);
+	CHECK(target[-1] == 0x5a && target[8] == 0x5a, "bytes around it");
+	CHECK(!memcmp(sb.buf + 4096, sa.buf, 3000), "the WRITE's bytes");
+
+	/* Misaligned: an invalid request; a wrong rkey: an access error. */
+	return atomic_write_refused(p, (uintptr_t)target + 4, sb.mr->rkey,
+				    IBV_WC_REM_INV_REQ_ERR, "misaligned") &&
+	       atomic_write_refused(p, (uintptr_t)target, sb.mr->rkey ^ 0x80,
+				    IBV_WC_REM_ACCESS_ERR, "wrong rkey");
+}
+
+/*
+ * A duplicate ATOMIC WRITE is answered, never executed again, as READ
+ * and ATOMIC duplicates are (IBTA 9.7.5.1.4). b's answers are
+ * dropped after the value landed; b's CPU then writes the target; a's
+ * retry (1 s timeout) reaches b as a duplicate, and must complete without
+ * writing over that change. Needs RC_ERRORS_DROP/_PASS (two devices).
+ */
+static bool t_atomic_write_dup(struct pair *p)
+{
+	const char *drop = getenv("RC_ERRORS_DROP");
+	const char *pass = getenv("RC_ERRORS_PASS");
+	const uint64_t val = 0x1111222233334444ull, later = 0x5555ull;
+	volatile uint64_t *target = (volatile uint64_t *)(sb.buf + 12288);
+	struct conn ca = conn_default;
+	struct ibv_wc wc;
+	double end;
+	bool ok;
+
+	CHECK(drop && pass && sa.ctx != sb.ctx,
+	      "needs two devices, RC_ERRORS_DROP and RC_ERRORS_PASS");
+	ca.timeout = 18;	/* 4.096 us * 2^18: about 1 s per try */
+	*target = 0;
+	if (!atomic_write_pair(p, &ca))
+		return false;
+	/* Neighbours resolved both ways before anything is dropped. */
+	CHECK(sqd_write(p, 0, 64, 1, 9), "warm-up WRITE");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 9, "the warm-up WRITE did not complete");
+
+	CHECK(system(drop) == 0, "%s failed", drop);
+	ok = atomic_write_batch(p->a, (uintptr_t)target, sb.mr->rkey, val);
+	for (end = now_ms() + 5000; ok && *target != val && now_ms() < end;)
+		usleep(1000);
+	ok = ok && *target == val;
+	if (ok)
+		*target = later;
+	if (system(pass) != 0) {
+		printf("# %s failed\n", pass);
+		return false;
+	}
+	CHECK(ok, "the value never landed while b's answers were dropped");
+	if (!wr_done(p, 1, IBV_WC_RDMA_WRITE) ||
+	    !wr_done(p, 2, IBV_WC_ATOMIC_WRITE))
+		return false;
+	CHECK(*target == later, "the retry wrote again: %#llx",
+	      (unsigned long long)*target);
+	return true;
+}
+
 /* @qp's sq_psn and rq_psn as ibv_query_qp() reports them. */
 static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
 {
@@ -950,6 +1114,7 @@ static bool t_query_psn(struct pair *p)
 	CHECK(a_rq == start && b_sq == start,
 	      "the other way moved: a's rq_psn %#x, b's sq_psn %#x", a_rq,
 	      b_sq);
+
 	return true;
 }
 
@@ -971,6 +1136,8 @@ static const struct {
 	{ "lost_ack_no_timeout", t_lost_ack_no_timeout },
 	{ "wr_batch", t_wr_batch },
 	{ "query_psn", t_query_psn },
+	{ "atomic_write", t_atomic_write },
+	{ "atomic_write_dup", t_atomic_write_dup },
 };
 
 int main(int argc, char **argv)

@@ -13,7 +13,8 @@
  *  - num_sge and inline bounds, inline only on opcodes with a payload,
  *    every send_flags bit, every reserved word, fields that are ignored;
  *  - lengths summed in 64 bits (SGE lists whose 32-bit sum wraps), the
- *    maximum message size, 8-byte atomics, the statuses results map to;
+ *    maximum message size, 8-byte atomics, ATOMIC WRITE's 8 inline
+ *    bytes, the statuses results map to;
  *  - receives: num_sge, the reserved word, 64-bit totals;
  *  - the take's index bound: nothing past a slot still in flight, nothing
  *    for a producer behind the consumer, across the 2^32 wrap;
@@ -161,7 +162,7 @@ static bool is_atomic(unsigned int op)
 static bool is_rdma(unsigned int op)
 {
 	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
-	       op == IBV_WR_RDMA_READ;
+	       op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_WRITE;
 }
 
 /*
@@ -390,6 +391,73 @@ TEST(inline_rules)
 	send_fill(&t, IBV_WR_SEND);
 	swqe(&t)->inline_len = 8;
 	EXPECT_EQ(SRX_WQE_BAD_INLINE, srx_swqe_copy(t.se, t.slot, &lim));
+	take_fini(&t);
+}
+
+/*
+ * RDMA ATOMIC WRITE on a QP that takes it: its 8 bytes inline (as
+ * libsrx's wr_atomic_write() writes them) are taken with wr.rdma; any
+ * other length is a local length error, an SGE instead of inline data is
+ * malformed, and wr.rdma's reserved word must be zero.
+ */
+TEST(atomic_write_take)
+{
+	struct srx_wqe_limits lim = limits(rc_ops | BIT64(IBV_WR_ATOMIC_WRITE),
+					   0);
+	const u8 val[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	u8 *data;
+	struct take t;
+	unsigned int len;
+
+	EXPECT_EQ(IBV_WR_ATOMIC_WRITE, SRX_WR_ATOMIC_WRITE);
+	EXPECT_EQ(IBV_WC_ATOMIC_WRITE, SRX_WC_ATOMIC_WRITE);
+	take_init(&t);
+	data = t.slot + sizeof(struct srx_send_wqe);
+	for (len = 0; len <= 16; len++) {
+		u8 r;
+
+		send_fill(&t, IBV_WR_ATOMIC_WRITE);
+		fill_remote(&t, IBV_WR_ATOMIC_WRITE, 0);
+		swqe(&t)->num_sge = 0;
+		swqe(&t)->send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+		swqe(&t)->inline_len = len;
+		memset(data, 0xee, 16);
+		memcpy(data, val, 8);
+		r = srx_swqe_copy(t.se, t.slot, &lim);
+		if (len != 8) {
+			EXPECT_EQ(SRX_WQE_ATOMIC_LEN, r) TH_LOG("len %u", len);
+			EXPECT_EQ(0u, t.se->length);
+			EXPECT_EQ(0u, t.se->inline_len);
+			continue;
+		}
+		EXPECT_EQ(SRX_WQE_OK, r);
+		EXPECT_EQ(8u, t.se->length);
+		EXPECT_EQ(8u, t.se->inline_len);
+		EXPECT_EQ(0, memcmp(t.se->sge, val, 8));
+		EXPECT_EQ(0xabcdef0012345678ull, t.se->wr.rdma.remote_addr);
+		EXPECT_EQ(0x77u, t.se->wr.rdma.rkey);
+	}
+	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, srx_wqe_wc_status(SRX_WQE_ATOMIC_LEN));
+
+	/* An 8-byte SGE instead of the bytes themselves: malformed. */
+	send_fill(&t, IBV_WR_ATOMIC_WRITE);
+	fill_remote(&t, IBV_WR_ATOMIC_WRITE, 0);
+	EXPECT_EQ(SRX_WQE_BAD_INLINE, srx_swqe_copy(t.se, t.slot, &lim));
+	/* wr.rdma's reserved word carries no meaning yet. */
+	send_fill(&t, IBV_WR_ATOMIC_WRITE);
+	fill_remote(&t, IBV_WR_ATOMIC_WRITE, 0);
+	swqe(&t)->num_sge = 0;
+	swqe(&t)->send_flags = IBV_SEND_INLINE;
+	swqe(&t)->inline_len = 8;
+	swqe(&t)->wr.rdma.reserved = 1;
+	EXPECT_EQ(SRX_WQE_RESERVED, srx_swqe_copy(t.se, t.slot, &lim));
+	/* A READ or atomic resource each: it counts against the depth. */
+	EXPECT_TRUE(srx_wqe_opcode_is_rd_atomic(IBV_WR_ATOMIC_WRITE));
+	EXPECT_FALSE(srx_wqe_opcode_is_atomic(IBV_WR_ATOMIC_WRITE));
+	/* Where the device does not report it, it is refused. */
+	lim = limits(rc_ops, 0);
+	swqe(&t)->wr.rdma.reserved = 0;
+	EXPECT_EQ(SRX_WQE_BAD_OPCODE, srx_swqe_copy(t.se, t.slot, &lim));
 	take_fini(&t);
 }
 

@@ -70,6 +70,13 @@ static void srx_kverbs_post(struct ib_device *dev, struct ib_qp *qp)
 		/* iWARP only: never on a RoCE device */
 		{ "RDMA_READ_WITH_INV", IB_WR_RDMA_READ_WITH_INV, false, true },
 		{ "LSO (RC)", IB_WR_LSO, false, true },
+		/*
+		 * RDMA ATOMIC WRITE (15; IB_WR_ATOMIC_WRITE of 6.2 on): srx
+		 * reports it for libsrx's ibv_wr_atomic_write(), and a kernel
+		 * poster, whose ib_send_wr has nowhere to carry its 8
+		 * bytes, gets -EINVAL.
+		 */
+		{ "ATOMIC_WRITE", (enum ib_wr_opcode)15, false, true },
 	};
 	unsigned int i;
 

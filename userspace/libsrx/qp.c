@@ -387,7 +387,13 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 	uint64_t len = 0;
 	int i;
 
+	/*
+	 * ATOMIC WRITE posts through ibv_wr_atomic_write(), which gives the
+	 * 8 bytes; ibv_post_send(3) of rdma-core 44 does not say where an
+	 * ibv_send_wr would carry them.
+	 */
 	if (!srx_send_opcode_ok(qp, wr->opcode) ||
+	    wr->opcode == IBV_WR_ATOMIC_WRITE ||
 	    wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && !srx_inline_ok(wr->opcode))

@@ -106,6 +106,7 @@ static void srx_init_send_ops(struct srx_context *ctx,
 	bool mw = a->orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW;
 	bool mem_mgt = a->orig_attr.device_cap_flags &
 		       IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	bool atomic_write = a->device_cap_flags_ex & SRX_DEVICE_ATOMIC_WRITE;
 	const struct {
 		enum ibv_wr_opcode op;
 		uint64_t qp_types;
@@ -121,6 +122,8 @@ static void srx_init_send_ops(struct srx_context *ctx,
 		{ IBV_WR_SEND_WITH_INV, 1u << IBV_QPT_RC, mem_mgt },
 		{ IBV_WR_LOCAL_INV, conn, mem_mgt },
 		{ IBV_WR_BIND_MW, conn, mw },
+		/* wr_atomic_write() only: srx_write_send_wqe() refuses it */
+		{ IBV_WR_ATOMIC_WRITE, 1u << IBV_QPT_RC, atomic_write },
 	};
 	unsigned int i, t;
 

@@ -64,6 +64,14 @@ struct srx_cq_ring {
  */
 #define SRX_CACHE_LINE 64
 
+/*
+ * RDMA ATOMIC WRITE: bit 40 of device_cap_flags_ex where the device has it
+ * (IB_UVERBS_DEVICE_ATOMIC_WRITE of the kernel's uAPI since 6.2; rdma-core
+ * 44 names no flag for it), and the 8 bytes it writes.
+ */
+#define SRX_DEVICE_ATOMIC_WRITE (1ull << 40)
+#define SRX_ATOMIC_WRITE_BYTES 8
+
 struct srx_cq {
 	struct verbs_cq vcq;
 	_Atomic(struct srx_cq_ring *) ring;

@@ -36,13 +36,15 @@ static const struct {
 	{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
 	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
+	{ IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE },
 	/* BIND_MW has no builder: srx has no memory windows yet. */
 };
 
 /*
  * Whether a QP of @type can post every operation of @flags: each one
- * ibv_post_send() takes on that type (srx.c, srx_init_send_ops()). TSO,
- * BIND_MW, ATOMIC_WRITE and bits libsrx does not know are not. Nor is
+ * ibv_post_send() takes on that type (srx.c, srx_init_send_ops()), and
+ * ATOMIC_WRITE where the device reports it. TSO, BIND_MW and bits libsrx
+ * does not know are not. Nor is
  * anything on a UD QP, whose builders need ibv_wr_set_ud_addr() and so an
  * address handle, which srx does not have yet.
  */
@@ -161,6 +163,27 @@ static void srx_wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 {
 	srx_wr_atomic(ex, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr,
 		      add, 0);
+}
+
+/*
+ * The 8 bytes go inline into the WQE, so what lands is what they held at
+ * this call (the kernel copies the slot once); the send queue's slots hold
+ * at least one SGE's 16 bytes, so 8 inline always fit. No data setter
+ * follows: srx_wr_data_target() refuses one.
+ */
+static void srx_wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
+				uint64_t remote_addr, const void *atomic_wr)
+{
+	struct srx_send_wqe *wqe = srx_wr_build(to_sqp_ex(ex),
+						IBV_WR_ATOMIC_WRITE);
+
+	if (!wqe)
+		return;
+	wqe->wr.rdma.remote_addr = remote_addr;
+	wqe->wr.rdma.rkey = rkey;
+	memcpy(wqe + 1, atomic_wr, SRX_ATOMIC_WRITE_BYTES);
+	wqe->inline_len = SRX_ATOMIC_WRITE_BYTES;
+	wqe->send_flags |= IBV_SEND_INLINE;
 }
 
 static void srx_wr_send_op(struct ibv_qp_ex *ex, enum ibv_wr_opcode op,
@@ -384,6 +407,8 @@ void srx_wr_init(struct srx_qp *qp, uint64_t flags)
 		ex->wr_local_inv = srx_wr_local_inv;
 	if (flags & IBV_QP_EX_WITH_SEND_WITH_INV)
 		ex->wr_send_inv = srx_wr_send_inv;
+	if (flags & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		ex->wr_atomic_write = srx_wr_atomic_write;
 
 	ex->wr_set_sge = srx_wr_set_sge;
 	ex->wr_set_sge_list = srx_wr_set_sge_list;
