@@ -71,6 +71,7 @@ struct srx_req {
 	bool active;		/* the SQ's engine word says ACTIVE (K6) */
 	bool asked_again;	/* re-requested from asked_psn after a gap */
 	u32 asked_psn;
+	bool started;		/* RTR -> RTS since RESET: psn is live */
 	/* From the attributes (qp.c, srx_qp_engine_attr()); kept by RESET. */
 	u32 mtu;		/* path MTU, bytes */
 	u32 timeout_jiffies;	/* local ACK timeout; 0: none */
@@ -103,6 +104,7 @@ struct srx_res {
 /* Responder state of a QP; qp->resp_lock. */
 struct srx_resp {
 	u32 epsn;		/* expected PSN */
+	bool started;		/* RTR reached since RESET: epsn is live */
 	u32 msn;		/* messages completed */
 	bool nak_sent;		/* a sequence NAK went out for epsn */
 	u32 cur_op;		/* SRX_ROCE_F_SEND/_WRITE in progress, or 0 */

@@ -764,6 +764,7 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 		resp->rd_next = 0;
 	}
 	if (next == IB_QPS_RTR && cur != IB_QPS_RTR) {
+		resp->started = true;
 		resp->epsn = a->rq_psn;
 		resp->msn = 0;
 		resp->nak_sent = false;
@@ -779,6 +780,7 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 	 */
 	if (next == IB_QPS_RTS && cur == IB_QPS_RTR) {
 		memset(req, 0, offsetof(struct srx_req, mtu));
+		req->started = true;
 		req->psn = a->sq_psn;
 		req->psn_max = a->sq_psn;
 		req->una = a->sq_psn;
@@ -803,6 +805,7 @@ static void srx_qp_engine_reset(struct srx_qp *qp)
 
 	spin_lock_bh(&qp->resp_lock);
 	srx_wq_discard(qp, &qp->rq);
+	qp->resp.started = false;
 	qp->resp.cur_op = 0;
 	qp->resp.have_rwqe = false;
 	qp->resp.offset = 0;
@@ -947,22 +950,20 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	 * An RC QP's PSNs move with its traffic: report where the engine
 	 * is, the next PSN to send and the next expected, as rxe does
 	 * (rxe_qp_to_attr()), so that `rdma resource show qp` and
-	 * ibv_query_qp() tell a stalled connection from a moving one.
-	 * state_mutex keeps modify_qp, which sets them, out.
+	 * ibv_query_qp() tell a stalled connection from a moving one; in
+	 * ERR too, where they say how far it got, until RESET. An engine
+	 * that never started (ERR from INIT, say) has only the values
+	 * modify_qp set. state_mutex keeps modify_qp, which sets them, out.
 	 */
 	if (ibqp->qp_type == IB_QPT_RC) {
-		if (attr->qp_state >= IB_QPS_RTS &&
-		    attr->qp_state <= IB_QPS_SQE) {
-			spin_lock_bh(&qp->send_lock);
+		spin_lock_bh(&qp->send_lock);
+		if (qp->req.started)
 			attr->sq_psn = qp->req.psn;
-			spin_unlock_bh(&qp->send_lock);
-		}
-		if (attr->qp_state >= IB_QPS_RTR &&
-		    attr->qp_state <= IB_QPS_SQE) {
-			spin_lock_bh(&qp->resp_lock);
+		spin_unlock_bh(&qp->send_lock);
+		spin_lock_bh(&qp->resp_lock);
+		if (qp->resp.started)
 			attr->rq_psn = qp->resp.epsn;
-			spin_unlock_bh(&qp->resp_lock);
-		}
+		spin_unlock_bh(&qp->resp_lock);
 	}
 	mutex_unlock(&qp->state_mutex);
 

@@ -43,7 +43,8 @@
  *                  data setter (inline and SGE lists): bytes, immediates
  *                  and atomics' results compared, completions in order
  *   query_psn      ibv_query_qp()'s sq_psn and rq_psn follow the
- *                  traffic (WRITEs of 1 and 3 packets, a 3-packet READ)
+ *                  traffic (WRITEs of 1 and 3 packets, a 3-packet READ),
+ *                  and stay there when the QP moves to ERR
  *   atomic_write   ibv_wr_atomic_write() after a WRITE: the 8 bytes
  *                  posted land, and complete as IBV_WC_ATOMIC_WRITE;
  *                  misaligned: REM_INV_REQ_ERR; wrong rkey:
@@ -1083,6 +1084,7 @@ static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
 static bool t_query_psn(struct pair *p)
 {
 	const uint32_t start = 0x123;	/* qp_connect()'s PSNs */
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	uint32_t a_sq, a_rq, b_sq, b_rq, i;
 	struct ibv_wc wc;
 
@@ -1115,6 +1117,14 @@ static bool t_query_psn(struct pair *p)
 	      "the other way moved: a's rq_psn %#x, b's sq_psn %#x", a_rq,
 	      b_sq);
 
+	/* In ERR they stay where the traffic left them, until RESET. */
+	CHECK(!ibv_modify_qp(p->a, &err, IBV_QP_STATE), "to ERR: %s",
+	      strerror(errno));
+	if (!query_psns(p->a, &a_sq, &a_rq))
+		return false;
+	CHECK(a_sq == start + 11 && a_rq == start,
+	      "in ERR: a's sq_psn %#x, rq_psn %#x; wanted %#x, %#x", a_sq, a_rq,
+	      start + 11, start);
 	return true;
 }
 
