@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck shell=bash
+#
+# selftests/lib/rc.sh - what the RC data-path tests share (rc_engine_test.sh,
+# rc_traffic_test.sh): TAP results, the kernel log check, server/client
+# pairs of the real tools between the two sides of a selftests/lib/topo.sh
+# topology, and the sides' counters. Source it after topo.sh; it sets n,
+# fails, port and tmp (removed by the caller's EXIT trap), and gid_a/gid_b
+# once gids() has run.
+
+n=0 fails=0 port=${RC_PORT_BASE:-18600}
+tmp=$(mktemp -d)
+
+ok() {	# ok DESCRIPTION COMMAND...
+	local desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		fails=$((fails + 1))
+	fi
+}
+
+# The kernel log since the test began holds no warning, BUG or refcount
+# complaint (a QP reference dropped twice would say refcount_t).
+kmsg_start=$(dmesg | wc -l)
+kmsg_clean() {
+	local new
+	new=$(dmesg | tail -n +"$((kmsg_start + 1))" |
+		grep -E 'WARNING|BUG|refcount_t|Oops|general protection' || true)
+	[ -z "$new" ] && return 0
+	printf '%s\n' "$new" | sed 's/^/#   kmsg: /'
+	return 1
+}
+
+# wait_listen SIDE PORT: a TCP listener on PORT in SIDE's namespace.
+listening() {
+	topo_exec "$1" ss -Hntl | grep -q ":$2 "
+}
+wait_listen() {
+	topo_wait 20 listening "$1" "$2"
+}
+
+# pair SRV CLI -- SERVER_CMD... -- CLIENT_CMD...: run a server on side
+# SRV and, once it listens on $port, a client on side CLI that connects
+# to SRV's address; both must succeed. The commands get "-p $port".
+pair() {
+	local srv=$1 cli=$2 sargs=() cargs=() spid rc=0
+	shift 2
+	[ "$1" = -- ] && shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
+	shift
+	cargs=("$@")
+	port=$((port + 1))
+	echo "# + [$srv] ${sargs[*]} -p $port"
+	topo_exec "$srv" timeout 120 "${sargs[@]}" -p "$port" >"$tmp/srv" 2>&1 &
+	spid=$!
+	if ! wait_listen "$srv" "$port"; then
+		echo "#   the server did not listen"
+		kill "$spid" 2>/dev/null
+		rc=1
+	else
+		echo "# + [$cli] ${cargs[*]} -p $port $(topo_var "$srv" IP4)"
+		topo_exec "$cli" timeout 120 "${cargs[@]}" -p "$port" \
+			"$(topo_var "$srv" IP4)" >"$tmp/cli" 2>&1 || rc=1
+		[ $rc = 0 ] || sed 's/^/#   client: /' "$tmp/cli"
+	fi
+	wait "$spid" || { rc=1; sed 's/^/#   server: /' "$tmp/srv"; }
+	grep -h -E 'bytes in|iters in|^ *[0-9]+ +[0-9]+ ' "$tmp/srv" "$tmp/cli" 2>/dev/null |
+		head -n 2 | sed 's/^/#   /'
+	return $rc
+}
+
+gid_a='' gid_b=''
+gids() {
+	gid_a=$(topo_wait_gid a "$TOPO_A_DEV" "$TOPO_A_IP4") || return 1
+	gid_b=$(topo_wait_gid b "$TOPO_B_DEV" "$TOPO_B_IP4") || return 1
+}
+
+# pp SRV CLI SIZE MTU [ARG]: ibv_rc_pingpong between the two sides.
+pp() {
+	local srv=$1 cli=$2 size=$3 mtu=$4 extra=${5:-}
+	local gs gc
+	gs=$(topo_var "$srv" DEV) gc=$(topo_var "$cli" DEV)
+	local is ic
+	[ "$srv" = a ] && is=$gid_a || is=$gid_b
+	[ "$cli" = a ] && ic=$gid_a || ic=$gid_b
+	# shellcheck disable=SC2086
+	pair "$srv" "$cli" -- ibv_rc_pingpong -d "$gs" -g "$is" -s "$size" \
+		-m "$mtu" -n 20 $extra -- ibv_rc_pingpong -d "$gc" -g "$ic" \
+		-s "$size" -m "$mtu" -n 20 $extra
+}
+
+# cnt SIDE NAME: a counter of SIDE's device, from the initial namespace's
+# sysfs, where the devices are in the RDMA core's shared netns mode (ip
+# netns exec mounts a sysfs of the namespace's own).
+cnt() {
+	cat "/sys/class/infiniband/$(topo_var "$1" DEV)/ports/1/hw_counters/$2"
+}
+
+# perf TOOL SRV CLI ARGS...: a perftest between the two sides, posting
+# the way perftest does by default, through ibv_qp_ex (ibv_wr_*); add
+# --use_old_post_send to ARGS for ibv_post_send().
+perf() {
+	local tool=$1 srv=$2 cli=$3 is ic
+	shift 3
+	[ "$srv" = a ] && is=$gid_a || is=$gid_b
+	[ "$cli" = a ] && ic=$gid_a || ic=$gid_b
+	pair "$srv" "$cli" -- "$tool" -d "$(topo_var "$srv" DEV)" -x "$is" \
+		-F "$@" -- "$tool" -d "$(topo_var "$cli" DEV)" -x "$ic" -F "$@"
+}

@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# rc_traffic_test.sh - issue 12's traffic suite for the RC transport, with
+# the real tools, in two topologies of selftests/lib/topo.sh: srx to srx
+# across two namespaces, and srx to rdma_rxe both ways.
+#
+#   sizes      ibv_rc_pingpong from 1 B to 1 MiB, with and without -e
+#              (completion events), srx to srx, srx server with an rxe
+#              client and the reverse
+#   perftest   ib_{send,write,read,atomic}_{lat,bw}, the bandwidth tests
+#              with -q 8 (eight QPs), short runs, srx to srx, srx to rxe
+#              and rxe to srx (srx's side as requester, then as responder)
+#   integrity  helpers/rc_traffic: many QPs at once, every RC opcode,
+#              random lengths and offsets, bytes compared and every
+#              completion once and in order; then the same under netem
+#              loss, reordering, duplication and corruption of both
+#              directions, and with the link cut (RETRY_EXC_ERR in
+#              bounded time, the rest flushed)
+#
+# rc_engine_test.sh has the smoke test of each operation and the error
+# paths. Each case must pass; then no kernel warning may have been logged.
+set -u -o pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=selftests/lib/topo.sh
+. "$top/selftests/lib/topo.sh"
+RC_PORT_BASE=18800
+# shellcheck source=selftests/lib/rc.sh
+. "$top/selftests/lib/rc.sh"
+
+topo_trap
+trap 'topo_down; rm -rf "$tmp"' EXIT
+
+# sizes SRV CLI: ibv_rc_pingpong, 1 B to 1 MiB, then -e at both ends.
+sizes() {
+	local srv=$1 cli=$2 size rc=0
+	for size in 1 4096 65536 1048576; do
+		pp "$srv" "$cli" "$size" 1024 || rc=1
+	done
+	for size in 1 1048576; do
+		pp "$srv" "$cli" "$size" 1024 -e || rc=1
+	done
+	return $rc
+}
+
+# matrix SRV CLI [ARGS]: every perftest RC program, the client (side CLI)
+# as requester; ARGS go to the READ and ATOMIC programs (-o for rxe).
+matrix() {
+	local srv=$1 cli=$2 rc=0 t
+	shift 2
+	for t in send write; do
+		perf "ib_${t}_lat" "$srv" "$cli" -s 64 -n 100 || rc=1
+		perf "ib_${t}_bw" "$srv" "$cli" -q 8 -s 8192 -n 100 || rc=1
+	done
+	perf ib_read_lat "$srv" "$cli" -s 64 -n 100 "$@" || rc=1
+	perf ib_read_bw "$srv" "$cli" -q 8 -s 8192 -n 100 "$@" || rc=1
+	perf ib_atomic_lat "$srv" "$cli" -n 100 "$@" || rc=1
+	perf ib_atomic_bw "$srv" "$cli" -q 8 -n 100 "$@" || rc=1
+	return $rc
+}
+
+rc_traffic=$top/build/helpers/rc_traffic
+# A hang is rc_traffic's own to report (no progress for 30 s); the limit
+# here only ends a run that cannot finish (SRX_TEST_TIMEOUT_SCALE: the
+# debug kernel's slowdown).
+traffic_limit=$((120 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
+
+# traffic REQ RESP [ARGS]: rc_traffic with side REQ's QPs as requesters
+# and side RESP's as responders (the same device for srx-self).
+traffic() {
+	local req=$1 resp=$2 args
+	shift 2
+	args=(-d "$(topo_var "$req" DEV)" -g "$(side_gid "$req")")
+	[ "$(topo_var "$resp" DEV)" != "$(topo_var "$req" DEV)" ] &&
+		args+=(-D "$(topo_var "$resp" DEV)" -G "$(side_gid "$resp")")
+	echo "# + $rc_traffic ${args[*]} $*"
+	topo_exec a timeout "$traffic_limit" "$rc_traffic" "${args[@]}" "$@" \
+		2>&1 | sed 's/^/#   /'
+}
+
+side_gid() {
+	[ "$1" = a ] && echo "$gid_a" || echo "$gid_b"
+}
+
+# impaired NETEM_ARGS -- COMMAND...: COMMAND with netem NETEM_ARGS on the
+# egress of both ends of the veth, removed again whatever COMMAND did.
+impaired() {
+	local spec=() rc=0
+	while [ "$1" != -- ]; do spec+=("$1"); shift; done
+	shift
+	echo "# + netem ${spec[*]} on $TOPO_A_NETDEV and $TOPO_B_NETDEV"
+	topo_exec a tc qdisc replace dev "$TOPO_A_NETDEV" root netem "${spec[@]}" &&
+		topo_exec b tc qdisc replace dev "$TOPO_B_NETDEV" root netem "${spec[@]}" ||
+		rc=1
+	[ $rc = 0 ] && { "$@" || rc=1; }
+	topo_exec a tc qdisc del dev "$TOPO_A_NETDEV" root 2>/dev/null
+	topo_exec b tc qdisc del dev "$TOPO_B_NETDEV" root 2>/dev/null
+	return $rc
+}
+
+# grew SIDE COUNTER COMMAND...: COMMAND passes and SIDE's COUNTER grows.
+grew() {
+	local side=$1 name=$2 c0 c1
+	shift 2
+	c0=$(cnt "$side" "$name")
+	"$@" || return 1
+	c1=$(cnt "$side" "$name")
+	echo "#   $side's $name: $c0 -> $c1"
+	[ "$c1" -gt "$c0" ]
+}
+
+echo "TAP version 13"
+for t in ibv_rc_pingpong ib_send_lat ib_atomic_bw; do
+	command -v "$t" >/dev/null || { echo "1..0 # SKIP $t is not installed"; exit 4; }
+done
+
+# -------------------------------------------------------------- srx-self
+if topo_up srx-self && gids; then
+	ok "srx-self: 8 QPs, every opcode, random lengths: bytes and completions exact" \
+		traffic a b -q 8 -n 200
+else
+	ok "srx-self topology" false
+fi
+
+# -------------------------------------------------------------- srx-srx
+if topo_up srx-srx && gids; then
+	ok "srx-srx: ibv_rc_pingpong 1 B to 1 MiB, and with -e" sizes a b
+	ok "srx-srx: perftest send, write, read, atomic; lat and bw -q 8" \
+		matrix a b
+	ok "srx-srx: 8 QPs, every opcode, random lengths: bytes and completions exact" \
+		traffic a b -q 8 -n 200
+	ok "srx-srx: the same with 5% loss both ways (retransmissions)" \
+		grew a completer_retry_err impaired loss 5% -- traffic a b -q 4 -n 150
+	ok "srx-srx: the same with reordering both ways" \
+		impaired delay 2ms reorder 25% 50% -- traffic a b -q 4 -n 150
+	ok "srx-srx: the same with 5% duplication both ways" \
+		grew b duplicate_request impaired duplicate 5% -- traffic a b -q 4 -n 150
+	ok "srx-srx: the same with 2% corruption both ways" \
+		impaired corrupt 2% -- traffic a b -q 4 -n 150
+	ok "srx-srx: all of them at once" \
+		impaired loss 2% duplicate 2% corrupt 1% delay 1ms reorder 25% 50% -- \
+		traffic a b -q 4 -n 150
+	ok "srx-srx: the link cut: RETRY_EXC_ERR in bounded time, the rest flushed" \
+		impaired loss 100% -- traffic a b -q 4 -c -w 10
+else
+	ok "srx-srx topology" false
+fi
+
+# -------------------------------------------------------------- srx-rxe
+# rdma_rxe reports 128 outstanding READ/ATOMIC, srx 16: perftest's client
+# takes the server's number, and srx refuses more than it reports (-o 16).
+if topo_up srx-rxe && gids; then
+	ok "srx server, rxe client: ibv_rc_pingpong 1 B to 1 MiB, and with -e" \
+		sizes a b
+	ok "rxe server, srx client: ibv_rc_pingpong 1 B to 1 MiB, and with -e" \
+		sizes b a
+	ok "srx to rxe: perftest send, write, read, atomic; lat and bw -q 8" \
+		matrix b a -o 16
+	ok "rxe to srx: perftest send, write, read, atomic; lat and bw -q 8" \
+		matrix a b -o 16
+	ok "srx to rxe: 4 QPs, every opcode, random lengths: bytes and completions exact" \
+		traffic a b -q 4 -n 150
+	ok "rxe to srx: 4 QPs, every opcode, random lengths: bytes and completions exact" \
+		traffic b a -q 4 -n 150
+else
+	ok "srx-rxe topology" false
+fi
+
+topo_down || true
+ok "no kernel warning" kmsg_clean
+echo "1..$n"
+[ $fails -eq 0 ]
