@@ -4,19 +4,21 @@
  * RC opcode, random lengths and offsets, for selftests/rc_traffic_test.sh.
  *
  *   rc_traffic -d DEV -g GID [-D DEV2 -G GID2] [-q QPS] [-n OPS] [-s SEED]
- *              [-c] [-w SECONDS]
+ *              [-c] [-w SECONDS] [-A] [-N]
  *
  * Side a's QPs are requesters, side b's responders (one device for both
  * when -D is not given: loopback). Each of QPS pairs runs OPS work
  * requests, at most WINDOW in flight, each chosen at random among SEND,
  * SEND with immediate, RDMA WRITE, WRITE with immediate, RDMA READ,
- * FETCH_AND_ADD and CMP_AND_SWP (hit and miss), with a random length (0 to
- * SLOT bytes; 8 for the atomics) at a random offset. Every one is
- * signaled, and:
+ * FETCH_AND_ADD and CMP_AND_SWP (hit and miss), and with -A ATOMIC WRITE
+ * (through ibv_wr_atomic_write()), with -N without the two atomics,
+ * with a random length (0 to SLOT bytes;
+ * 8 for the atomics) at a random offset. Every one is signaled, and:
  *  - a's completions of a QP come once each, in posting order, successful,
  *    with the opcode posted;
- *  - a WRITE's bytes are in b's memory and a READ's in a's when a's
- *    completion arrives; the bytes around them are untouched;
+ *  - a WRITE's (or ATOMIC WRITE's) bytes are in b's memory and a READ's in
+ *    a's when a's completion arrives; the rest of the slot and the guard
+ *    bytes around it are untouched;
  *  - b's receive completions come once each, in order, with the length,
  *    opcode and immediate of the SEND or WRITE with immediate that took
  *    them, and a SEND's bytes;
@@ -52,7 +54,7 @@
 
 enum op_kind {
 	OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_FADD,
-	OP_CSWAP, OP_KINDS
+	OP_CSWAP, OP_AWRITE, OP_KINDS	/* OP_AWRITE last: -A only */
 };
 
 static const struct {
@@ -71,6 +73,8 @@ static const struct {
 		      IBV_WC_FETCH_ADD, false },
 	[OP_CSWAP] = { "CMP_SWAP", IBV_WR_ATOMIC_CMP_AND_SWP,
 		       IBV_WC_COMP_SWAP, false },
+	[OP_AWRITE] = { "ATOMIC_WRITE", IBV_WR_ATOMIC_WRITE,
+			IBV_WC_ATOMIC_WRITE, false },
 };
 
 /* One request in flight: what its completion must show. */
@@ -118,6 +122,8 @@ struct qpair {
 static struct side sa, sb;
 static struct qpair qps[MAX_QPS];
 static int nqp = 4, nops = 300;
+static bool atomic_write;	/* -A: ATOMIC WRITE too, through ibv_wr_* */
+static bool no_atomics;		/* -N: no FETCH_ADD or CMP_SWAP */
 static unsigned int rng;
 
 static uint32_t rnd(uint32_t n)
@@ -137,21 +143,22 @@ static double now_s(void)
  * Per QP i: a's slots (WINDOW x SLOT, sources and READ targets), a's atomic
  * results (WINDOW x 8); b's slots (WRITE targets, READ sources), b's
  * receive buffers (RECVS x SLOT), b's counter. Every slot and buffer has
- * GUARD bytes on each side that no other region uses: a request's checks
- * reset them and read them.
+ * GUARD bytes on each side that no other slot or buffer uses: a request's
+ * post resets them and its completion reads them.
  */
+#define STRIDE		(SLOT + 2 * GUARD)
 #define A_SLOTS		0
-#define A_RES		(A_SLOTS + GUARD + WINDOW * (SLOT + GUARD))
+#define A_RES		(A_SLOTS + WINDOW * STRIDE)
 #define A_PER_QP	(A_RES + WINDOW * 8 + GUARD)
 #define B_SLOTS		0
-#define B_RECV		(B_SLOTS + GUARD + WINDOW * (SLOT + GUARD))
-#define B_COUNTER	(B_RECV + GUARD + RECVS * (SLOT + GUARD))
+#define B_RECV		(B_SLOTS + WINDOW * STRIDE)
+#define B_COUNTER	(B_RECV + RECVS * STRIDE)
 #define B_PER_QP	(B_COUNTER + 8 + GUARD)
 
 static uint8_t *a_slot(int i, uint32_t k)
 {
 	return sa.buf + (size_t)i * A_PER_QP + A_SLOTS + GUARD +
-	       (size_t)k * (SLOT + GUARD);
+	       (size_t)k * STRIDE;
 }
 
 static uint64_t *a_res(int i, uint32_t k)
@@ -162,13 +169,13 @@ static uint64_t *a_res(int i, uint32_t k)
 static uint8_t *b_slot(int i, uint32_t k)
 {
 	return sb.buf + (size_t)i * B_PER_QP + B_SLOTS + GUARD +
-	       (size_t)k * (SLOT + GUARD);
+	       (size_t)k * STRIDE;
 }
 
 static uint8_t *b_recv(int i, uint32_t r)
 {
 	return sb.buf + (size_t)i * B_PER_QP + B_RECV + GUARD +
-	       (size_t)r * (SLOT + GUARD);
+	       (size_t)r * STRIDE;
 }
 
 static uint64_t *b_counter(int i)
@@ -249,7 +256,7 @@ static int side_open(struct side *s, const char *name, int gid_index,
 				      NULL, NULL, 0);
 	}
 	s->size = size;
-	s->buf = aligned_alloc(4096, size);
+	s->buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
 	if (!s->pd || !s->cq || !s->buf)
 		return -1;
 	memset(s->buf, 0xee, size);
@@ -259,12 +266,17 @@ static int side_open(struct side *s, const char *name, int gid_index,
 	return s->mr ? 0 : -1;
 }
 
-static struct ibv_qp *qp_new(struct side *s)
+/* With @wr_ops, through ibv_create_qp_ex() for the ibv_wr_* API. */
+static struct ibv_qp *qp_new(struct side *s, uint64_t wr_ops)
 {
-	struct ibv_qp_init_attr ia = {
+	struct ibv_qp_init_attr_ex ia = {
 		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = WINDOW, .max_recv_wr = RECVS,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     (wr_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
+		.pd = s->pd,
+		.send_ops_flags = wr_ops,
 	};
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
@@ -273,7 +285,7 @@ static struct ibv_qp *qp_new(struct side *s)
 				   IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_ATOMIC,
 	};
-	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &ia);
 
 	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
@@ -332,6 +344,21 @@ static int post_recv(int i, uint32_t r)
 	return ibv_post_recv(qps[i].b, &wr, &bad);
 }
 
+/* @o, an ATOMIC WRITE of 8 pattern bytes to b's @raddr, by ibv_wr_*. */
+static int post_atomic_write(struct qpair *q, const struct op *o,
+			     uint64_t wr_id, uint64_t raddr)
+{
+	struct ibv_qp_ex *ex = ibv_qp_to_qp_ex(q->a);
+	uint8_t val[8];
+
+	fill(val, 8, o->seed);
+	ibv_wr_start(ex);
+	ex->wr_id = wr_id;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(ex, sb.mr->rkey, raddr, val);
+	return ibv_wr_complete(ex);
+}
+
 /* Choose, prepare and post QP @i's next request. */
 static int post_next(int i)
 {
@@ -346,7 +373,8 @@ static int post_next(int i)
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->kind = (enum op_kind)rnd(OP_KINDS);
+	o->kind = (enum op_kind)rnd(no_atomics ? OP_FADD :
+				    atomic_write ? OP_KINDS : OP_AWRITE);
 	o->seq = seq;
 	o->seed = (uint8_t)rnd(256);
 	o->imm = (uint32_t)rand_r(&rng);
@@ -387,6 +415,11 @@ static int post_next(int i)
 		wr.wr.rdma.remote_addr = (uintptr_t)b_slot(i, k) + o->off;
 		wr.wr.rdma.rkey = sb.mr->rkey;
 		break;
+	case OP_AWRITE:
+		o->len = 8;
+		o->off = rnd(SLOT / 8) * 8;	/* 8-byte aligned, in the slot */
+		memset(b_slot(i, k) - GUARD, 0xee, SLOT + 2 * GUARD);
+		break;
 	case OP_FADD:
 	case OP_CSWAP:
 		o->len = 8;
@@ -421,12 +454,43 @@ static int post_next(int i)
 		x->off = o->off;
 		x->slot = k;
 	}
-	ret = ibv_post_send(q->a, &wr, &bad);
+	if (o->kind == OP_AWRITE)
+		ret = post_atomic_write(q, o, wr.wr_id,
+					(uintptr_t)b_slot(i, k) + o->off);
+	else
+		ret = ibv_post_send(q->a, &wr, &bad);
 	if (ret)
 		return fail(q, "post %s #%u: %s", kinds[o->kind].name, seq,
 			    strerror(ret));
 	q->posted++;
 	return 0;
+}
+
+/*
+ * @o's bytes are at @slot + off, and the rest of the slot and its guards
+ * still hold the 0xee its post left there.
+ */
+static void check_placed(struct qpair *q, const struct op *o,
+			 const uint8_t *slot)
+{
+	long d = differs(slot + o->off, o->len, o->seed);
+	int j;
+
+	if (d >= 0)
+		fail(q, "#%u %s len %u off %u: byte %ld wrong", o->seq,
+		     kinds[o->kind].name, o->len, o->off, d);
+	for (j = -GUARD; j < (int)o->off; j++)
+		if (slot[j] != 0xee) {
+			fail(q, "#%u %s: byte %d before it written", o->seq,
+			     kinds[o->kind].name, j);
+			break;
+		}
+	for (j = (int)(o->off + o->len); j < SLOT + GUARD; j++)
+		if (slot[j] != 0xee) {
+			fail(q, "#%u %s: byte %d after it written", o->seq,
+			     kinds[o->kind].name, j);
+			break;
+		}
 }
 
 /* a's completion of QP @i's request @seq. */
@@ -435,9 +499,6 @@ static void check_send(int i, const struct ibv_wc *wc, uint32_t seq)
 	struct qpair *q = &qps[i];
 	uint32_t k = seq % WINDOW;
 	struct op *o = &q->ops[k];
-	const uint8_t *p;
-	long d;
-	int j;
 
 	if (seq != q->done) {
 		fail(q, "completion of #%u, wanted #%u (%s)", seq, q->done,
@@ -454,34 +515,11 @@ static void check_send(int i, const struct ibv_wc *wc, uint32_t seq)
 	switch (o->kind) {
 	case OP_WRITE:
 	case OP_WRITE_IMM:
-		p = b_slot(i, k);
-		d = differs(p + o->off, o->len, o->seed);
-		if (d >= 0)
-			fail(q, "#%u %s len %u off %u: byte %ld wrong", seq,
-			     kinds[o->kind].name, o->len, o->off, d);
-		for (j = -GUARD; j < (int)o->off; j++)
-			if (p[j] != 0xee) {
-				fail(q, "#%u %s: byte %d before it written",
-				     seq, kinds[o->kind].name, j);
-				break;
-			}
-		for (j = (int)(o->off + o->len); j < SLOT + GUARD; j++)
-			if (p[j] != 0xee) {
-				fail(q, "#%u %s: byte %d after it written",
-				     seq, kinds[o->kind].name, j);
-				break;
-			}
+	case OP_AWRITE:
+		check_placed(q, o, b_slot(i, k));
 		break;
 	case OP_READ:
-		p = a_slot(i, k);
-		d = differs(p + o->off, o->len, o->seed);
-		if (d >= 0)
-			fail(q, "#%u READ len %u off %u: byte %ld wrong", seq,
-			     o->len, o->off, d);
-		if (o->off && p[o->off - 1] != 0xee)
-			fail(q, "#%u READ: the byte before it written", seq);
-		if (p[o->off + o->len] != 0xee)
-			fail(q, "#%u READ: the byte after it written", seq);
+		check_placed(q, o, a_slot(i, k));
 		break;
 	case OP_FADD:
 	case OP_CSWAP:
@@ -717,7 +755,7 @@ int main(int argc, char **argv)
 	bool cut = false;
 	size_t asize, bsize;
 
-	while ((opt = getopt(argc, argv, "d:g:D:G:q:n:s:cw:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:D:G:q:n:s:cw:AN")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'g': gid = atoi(optarg); break;
@@ -728,6 +766,8 @@ int main(int argc, char **argv)
 		case 's': seed = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'c': cut = true; break;
 		case 'w': limit = atof(optarg); break;
+		case 'A': atomic_write = true; break;
+		case 'N': no_atomics = true; break;
 		default: goto usage;
 		}
 	}
@@ -750,8 +790,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < nqp; i++) {
 		uint32_t r;
 
-		qps[i].a = qp_new(&sa);
-		qps[i].b = qp_new(&sb);
+		qps[i].a = qp_new(&sa, atomic_write ?
+				  IBV_QP_EX_WITH_ATOMIC_WRITE : 0);
+		qps[i].b = qp_new(&sb, 0);
 		if (!qps[i].a || !qps[i].b ||
 		    qp_connect(qps[i].a, &sa, &sb, qps[i].b->qp_num,
 			       cut ? 2 : 7) ||
@@ -774,6 +815,6 @@ int main(int argc, char **argv)
 
 usage:
 	fprintf(stderr, "usage: rc_traffic -d DEV -g GID -D DEV2 -G GID2 "
-		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS]\n");
+		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS] [-A] [-N]\n");
 	return 2;
 }
