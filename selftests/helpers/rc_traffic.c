@@ -11,8 +11,9 @@
  * requests, at most WINDOW in flight, each chosen at random among SEND,
  * SEND with immediate, RDMA WRITE, WRITE with immediate, RDMA READ,
  * FETCH_AND_ADD and CMP_AND_SWP (hit and miss), and with -A ATOMIC WRITE
- * (through ibv_wr_atomic_write()), with -N without the two atomics,
- * with a random length (0 to SLOT bytes;
+ * (through ibv_wr_atomic_write()), with -N only the SENDs and WRITEs
+ * (no request the responder answers with data), with a random length
+ * (0 to SLOT bytes;
  * 8 for the atomics) at a random offset. Every one is signaled, and:
  *  - a's completions of a QP come once each, in posting order, successful,
  *    with the opcode posted;
@@ -123,7 +124,7 @@ static struct side sa, sb;
 static struct qpair qps[MAX_QPS];
 static int nqp = 4, nops = 300;
 static bool atomic_write;	/* -A: ATOMIC WRITE too, through ibv_wr_* */
-static bool no_atomics;		/* -N: no FETCH_ADD or CMP_SWAP */
+static bool no_answers;		/* -N: no READ, FETCH_ADD or CMP_SWAP */
 static unsigned int rng;
 
 static uint32_t rnd(uint32_t n)
@@ -373,7 +374,7 @@ static int post_next(int i)
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->kind = (enum op_kind)rnd(no_atomics ? OP_FADD :
+	o->kind = (enum op_kind)rnd(no_answers ? OP_READ :
 				    atomic_write ? OP_KINDS : OP_AWRITE);
 	o->seq = seq;
 	o->seed = (uint8_t)rnd(256);
@@ -767,7 +768,7 @@ int main(int argc, char **argv)
 		case 'c': cut = true; break;
 		case 'w': limit = atof(optarg); break;
 		case 'A': atomic_write = true; break;
-		case 'N': no_atomics = true; break;
+		case 'N': no_answers = true; break;
 		default: goto usage;
 		}
 	}
