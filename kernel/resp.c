@@ -473,6 +473,40 @@ static enum srx_resp_result srx_resp_atomic_write(struct srx_qp *qp,
 }
 
 /*
+ * The PSN to acknowledge a duplicate SEND or WRITE at @psn with: epsn - 1,
+ * unless a READ, ATOMIC or ATOMIC WRITE lies between; then the PSN just
+ * before the first of them. A plain ACK must not name or pass a request
+ * whose answer is data: a requester may complete that request on it with
+ * its data never written (6.1's rxe does, check_ack() in rxe_comp.c, for
+ * an ACK at its PSN), and one past it only sends the requester back for
+ * an answer it may already have had (an ACK past an unanswered READ
+ * means its response was lost; comp.c, srx_comp_ack()). Walks the
+ * res_n resources: a requester keeps no more READs and ATOMICs
+ * outstanding than max_dest_rd_atomic, so none older is still unanswered.
+ * Context: resp_lock held.
+ */
+static u32 srx_resp_dup_ack_psn(const struct srx_qp *qp, u32 psn)
+{
+	const struct srx_resp *resp = &qp->resp;
+	/* PSNs after @psn and before epsn: the ACK may cover them. */
+	u32 span = srx_psn_diff(resp->epsn, psn) - 1;
+	u32 upto = span, k, d;
+	const struct srx_res *r;
+
+	lockdep_assert_held(&qp->resp_lock);
+
+	for (k = 0; resp->res && k < resp->res_n; k++) {
+		r = &resp->res[k];
+		if (r->type == SRX_RES_FREE)
+			continue;
+		d = (r->first_psn - psn) & SRX_SEQ24_MASK;
+		if (d >= 1 && d <= span && d - 1 < upto)
+			upto = d - 1;
+	}
+	return srx_psn_add(psn, upto);
+}
+
+/*
  * A request behind epsn: answered again, never executed again (but a
  * READ, which has no effect to repeat).
  */
@@ -486,8 +520,8 @@ static void srx_resp_duplicate(struct srx_qp *qp,
 	srx_count(qp->sdev, SRX_CNT_DUP_REQ, 1);
 	if (!(flags & (SRX_ROCE_F_READ | SRX_ROCE_F_ATOMIC |
 		       SRX_ROCE_F_ATOMIC_WRITE))) {
-		/* Coalesced: everything before epsn has arrived. */
-		srx_resp_ack(qp, srx_psn_add(resp->epsn, SRX_SEQ24_MASK));
+		/* Coalesced, but short of any READ or ATOMIC after it. */
+		srx_resp_ack(qp, srx_resp_dup_ack_psn(qp, pkt->psn));
 		return;
 	}
 	if (!resp->res)

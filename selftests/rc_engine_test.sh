@@ -140,6 +140,11 @@ if topo_up srx-srx && gids; then
 		errcase lost_ack_no_timeout
 	ok "srx-srx: an ATOMIC WRITE's answer lost: the retry is answered, not written again" \
 		errcase atomic_write_dup
+	# a's egress drops its answers: b is the requester here.
+	export RC_ERRORS_DROP="ip netns exec $TOPO_A_NS tc qdisc replace dev $TOPO_A_NETDEV root netem loss 100%"
+	export RC_ERRORS_PASS="ip netns exec $TOPO_A_NS tc qdisc del dev $TOPO_A_NETDEV root"
+	ok "srx-srx: a duplicate WRITE is acknowledged short of the READ and ATOMIC after it" \
+		errcase dup_ack_psn duplicate_request
 	unset RC_ERRORS_DROP RC_ERRORS_PASS
 	ok "srx-srx: RDMA WRITE 1 B" perf ib_write_bw a b -s 1 -n 100
 	ok "srx-srx: RDMA WRITE, inline 64 B" perf ib_write_bw a b -s 64 -I 64 -n 200
@@ -187,6 +192,13 @@ if topo_up srx-rxe && gids; then
 	ok "srx to rxe: ATOMIC FETCH_AND_ADD" perf ib_atomic_bw b a -A FETCH_AND_ADD -o 16 -n 100
 	ok "rxe to srx: ATOMIC CMP_AND_SWAP" perf ib_atomic_bw a b -A CMP_AND_SWAP -o 16 -n 100
 	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
+	# rxe completes a READ or ATOMIC on a plain ACK at its PSN: srx must
+	# not send one when it acknowledges a duplicate again.
+	export RC_ERRORS_DROP="ip netns exec $TOPO_A_NS tc qdisc replace dev $TOPO_A_NETDEV root netem loss 100%"
+	export RC_ERRORS_PASS="ip netns exec $TOPO_A_NS tc qdisc del dev $TOPO_A_NETDEV root"
+	ok "rxe to srx: READ and ATOMIC answered after a duplicate WRITE's ACK" \
+		errcase dup_ack_psn duplicate_request
+	unset RC_ERRORS_DROP RC_ERRORS_PASS
 	# rxe answers ATOMIC WRITE from Linux 6.2 on; 6.1's drops it unanswered.
 	if printf '6.2\n%s\n' "$(uname -r)" | sort -V -C; then
 		ok "srx to rxe: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \

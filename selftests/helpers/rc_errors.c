@@ -53,6 +53,12 @@
  *                  b's answer to an ATOMIC WRITE is lost and b's CPU
  *                  changes the target: a's retry completes without
  *                  writing again (RC_ERRORS_DROP/_PASS, two devices)
+ *   dup_ack_psn    b, the requester here, posts WRITE, READ, WRITE,
+ *                  FETCH_AND_ADD; a's answers are lost until all four
+ *                  executed, so b's retries reach a as duplicates: b
+ *                  gets the READ's bytes and the value the FETCH_AND_ADD
+ *                  found, a's target is added to once (RC_ERRORS_DROP
+ *                  and _PASS drop a's packets; two devices)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -771,18 +777,25 @@ static bool t_lost_ack_no_timeout(struct pair *p)
 	return true;
 }
 
-/* The next completion of a's QP: @wr_id, successful, @op. */
-static bool wr_done(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op)
+/* @qp's next completion on @s's CQ, within @ms: @wr_id, successful, @op. */
+static bool qp_done(struct side *s, struct ibv_qp *qp, int ms, uint64_t wr_id,
+		    enum ibv_wc_opcode op)
 {
 	struct ibv_wc wc;
 
-	CHECK(wait_wc(&sa, p->a, &wc, 5000), "wr_id %llu: no completion",
+	CHECK(wait_wc(s, qp, &wc, ms), "wr_id %llu: no completion",
 	      (unsigned long long)wr_id);
 	CHECK(wc.wr_id == wr_id && wc.status == IBV_WC_SUCCESS &&
 	      wc.opcode == op, "wr_id %llu: %s, opcode %d; wanted %llu, %d",
 	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
 	      wc.opcode, (unsigned long long)wr_id, op);
 	return true;
+}
+
+/* The next completion of a's QP: @wr_id, successful, @op. */
+static bool wr_done(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op)
+{
+	return qp_done(&sa, p->a, 5000, wr_id, op);
 }
 
 /*
@@ -1062,6 +1075,115 @@ static bool t_atomic_write_dup(struct pair *p)
 	return true;
 }
 
+/* One work request of b's, to a's memory at @raddr. */
+static void b_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		 enum ibv_wr_opcode op, uint32_t off, uint32_t len,
+		 uint64_t raddr, uint64_t wr_id)
+{
+	*sge = (struct ibv_sge){ .addr = (uintptr_t)sb.buf + off,
+				 .length = len, .lkey = sb.mr->lkey };
+	*wr = (struct ibv_send_wr){ .wr_id = wr_id, .sg_list = sge,
+				    .num_sge = 1, .opcode = op,
+				    .send_flags = IBV_SEND_SIGNALED };
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.rkey = sa.mr->rkey;
+	} else {
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = sa.mr->rkey;
+	}
+}
+
+/* b's next completion (a retry takes a second): @wr_id, successful, @op. */
+static bool b_done(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op)
+{
+	return qp_done(&sb, p->b, 10000, wr_id, op);
+}
+
+/*
+ * Duplicates of a WRITE are acknowledged up to the PSN before the READ
+ * or ATOMIC that follows it, never at or past it: 6.1's rxe, as the
+ * requester, completes a READ or ATOMIC on a plain ACK at its PSN, with
+ * its data never written (rxe_comp.c, check_ack()). Here b is the
+ * requester: WRITE, READ, WRITE, FETCH_AND_ADD to a, one PSN each. a's
+ * answers are dropped until all four executed there, so b's retry (1 s
+ * timeout) reaches a as four duplicates. b must then see the READ's
+ * bytes and the value FETCH_AND_ADD found, and a's target must have been
+ * added to once. RC_ERRORS_DROP/_PASS drop a's egress (two devices).
+ */
+static bool t_dup_ack_psn(struct pair *p)
+{
+	const char *drop = getenv("RC_ERRORS_DROP");
+	const char *pass = getenv("RC_ERRORS_PASS");
+	volatile uint64_t *target = (volatile uint64_t *)(sa.buf + 16384);
+	volatile uint64_t *found = (volatile uint64_t *)(sb.buf + 16384);
+	const uint64_t sentinel = 0xdeadbeefcafef00dull;
+	struct conn cb = conn_default;
+	struct ibv_send_wr wr[4], *bad;
+	struct ibv_sge sge[4];
+	double end;
+	bool ok;
+	int i;
+
+	CHECK(drop && pass && sa.ctx != sb.ctx,
+	      "needs two devices, RC_ERRORS_DROP and RC_ERRORS_PASS");
+	cb.timeout = 18;	/* 4.096 us * 2^18: about 1 s per try */
+	CHECK(pair_up(p, &conn_default, &cb), "pair");
+	for (i = 0; i < 256; i++) {
+		sb.buf[i] = (uint8_t)(i * 7 + 1);	/* the WRITEs' bytes */
+		sa.buf[8192 + i] = (uint8_t)(i * 11 + 3); /* the READ's */
+	}
+	memset(sa.buf, 0, 256);
+	memset(sa.buf + 4096, 0, 256);
+	memset(sb.buf + 8192, 0, 256);
+	*target = 1000;
+	*found = sentinel;
+
+	/* Neighbours resolved both ways before anything is dropped. */
+	b_wr(&wr[0], &sge[0], IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)sa.buf, 9);
+	CHECK(!ibv_post_send(p->b, &wr[0], &bad), "warm-up WRITE");
+	if (!b_done(p, 9, IBV_WC_RDMA_WRITE))
+		return false;
+
+	b_wr(&wr[0], &sge[0], IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)sa.buf, 1);
+	b_wr(&wr[1], &sge[1], IBV_WR_RDMA_READ, 8192, 64,
+	     (uintptr_t)sa.buf + 8192, 2);
+	b_wr(&wr[2], &sge[2], IBV_WR_RDMA_WRITE, 64, 64,
+	     (uintptr_t)sa.buf + 4096, 3);
+	b_wr(&wr[3], &sge[3], IBV_WR_ATOMIC_FETCH_AND_ADD, 16384, 8,
+	     (uintptr_t)target, 4);
+	wr[3].wr.atomic.compare_add = 5;
+	for (i = 0; i < 3; i++)
+		wr[i].next = &wr[i + 1];
+
+	CHECK(system(drop) == 0, "%s failed", drop);
+	ok = !ibv_post_send(p->b, &wr[0], &bad);
+	for (end = now_ms() + 5000; ok && *target != 1005 && now_ms() < end;)
+		usleep(1000);
+	ok = ok && *target == 1005;
+	if (system(pass) != 0) {
+		printf("# %s failed\n", pass);
+		return false;
+	}
+	CHECK(ok, "the FETCH_AND_ADD never executed while a's answers were "
+	      "dropped");
+	CHECK(!memcmp(sa.buf + 4096, sb.buf + 64, 64), "the second WRITE "
+	      "executed before the FETCH_AND_ADD did not land");
+	if (!b_done(p, 1, IBV_WC_RDMA_WRITE) ||
+	    !b_done(p, 2, IBV_WC_RDMA_READ) ||
+	    !b_done(p, 3, IBV_WC_RDMA_WRITE) ||
+	    !b_done(p, 4, IBV_WC_FETCH_ADD))
+		return false;
+	CHECK(!memcmp(sb.buf + 8192, sa.buf + 8192, 64),
+	      "the READ completed without its bytes");
+	CHECK(*found == 1000, "FETCH_AND_ADD completed with %#llx, not the "
+	      "1000 it found", (unsigned long long)*found);
+	CHECK(*target == 1005, "the target is %llu: added to again",
+	      (unsigned long long)*target);
+	CHECK(!memcmp(sa.buf, sb.buf, 64), "the first WRITE's bytes");
+	return true;
+}
+
 /* @qp's sq_psn and rq_psn as ibv_query_qp() reports them. */
 static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
 {
@@ -1148,6 +1270,7 @@ static const struct {
 	{ "query_psn", t_query_psn },
 	{ "atomic_write", t_atomic_write },
 	{ "atomic_write_dup", t_atomic_write_dup },
+	{ "dup_ack_psn", t_dup_ack_psn },
 };
 
 int main(int argc, char **argv)

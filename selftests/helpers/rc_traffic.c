@@ -4,17 +4,15 @@
  * RC opcode, random lengths and offsets, for selftests/rc_traffic_test.sh.
  *
  *   rc_traffic -d DEV -g GID [-D DEV2 -G GID2] [-q QPS] [-n OPS] [-s SEED]
- *              [-c] [-w SECONDS] [-A] [-N]
+ *              [-c] [-w SECONDS] [-A]
  *
  * Side a's QPs are requesters, side b's responders (one device for both
  * when -D is not given: loopback). Each of QPS pairs runs OPS work
  * requests, at most WINDOW in flight, each chosen at random among SEND,
  * SEND with immediate, RDMA WRITE, WRITE with immediate, RDMA READ,
  * FETCH_AND_ADD and CMP_AND_SWP (hit and miss), and with -A ATOMIC WRITE
- * (through ibv_wr_atomic_write()), with -N only the SENDs and WRITEs
- * (no request the responder answers with data), with a random length
- * (0 to SLOT bytes;
- * 8 for the atomics) at a random offset. Every one is signaled, and:
+ * (through ibv_wr_atomic_write()), with a random length (0 to SLOT
+ * bytes; 8 for the atomics) at a random offset. Every one is signaled, and:
  *  - a's completions of a QP come once each, in posting order, successful,
  *    with the opcode posted;
  *  - a WRITE's (or ATOMIC WRITE's) bytes are in b's memory and a READ's in
@@ -124,7 +122,6 @@ static struct side sa, sb;
 static struct qpair qps[MAX_QPS];
 static int nqp = 4, nops = 300;
 static bool atomic_write;	/* -A: ATOMIC WRITE too, through ibv_wr_* */
-static bool no_answers;		/* -N: no READ, FETCH_ADD or CMP_SWAP */
 static unsigned int rng;
 
 static uint32_t rnd(uint32_t n)
@@ -374,8 +371,7 @@ static int post_next(int i)
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->kind = (enum op_kind)rnd(no_answers ? OP_READ :
-				    atomic_write ? OP_KINDS : OP_AWRITE);
+	o->kind = (enum op_kind)rnd(atomic_write ? OP_KINDS : OP_AWRITE);
 	o->seq = seq;
 	o->seed = (uint8_t)rnd(256);
 	o->imm = (uint32_t)rand_r(&rng);
@@ -768,7 +764,6 @@ int main(int argc, char **argv)
 		case 'c': cut = true; break;
 		case 'w': limit = atof(optarg); break;
 		case 'A': atomic_write = true; break;
-		case 'N': no_answers = true; break;
 		default: goto usage;
 		}
 	}
@@ -816,6 +811,6 @@ int main(int argc, char **argv)
 
 usage:
 	fprintf(stderr, "usage: rc_traffic -d DEV -g GID -D DEV2 -G GID2 "
-		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS] [-A] [-N]\n");
+		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS] [-A]\n");
 	return 2;
 }
