@@ -22,7 +22,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/selftests/lib/rc.sh"
 
 topo_trap
-trap 'topo_down; rm -rf "$tmp"' EXIT
+# As topo_trap's: a teardown that fails fails the run.
+trap 's=$?; trap - EXIT; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
 
 rc_errors=$top/build/helpers/rc_errors
 
@@ -208,7 +209,7 @@ else
 	ok "srx-rxe topology" false
 fi
 
-topo_down || true
+ok "every topology removed, the machine as it was" topo_down
 ok "no kernel warning" kmsg_clean
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -30,7 +30,8 @@ RC_PORT_BASE=18800
 . "$top/selftests/lib/rc.sh"
 
 topo_trap
-trap 'topo_down; rm -rf "$tmp"' EXIT
+# As topo_trap's: a teardown that fails fails the run.
+trap 's=$?; trap - EXIT; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
 
 # sizes SRV CLI: ibv_rc_pingpong, 1 B to 1 MiB, then -e at both ends.
 sizes() {
@@ -180,7 +181,7 @@ else
 	ok "srx-rxe topology" false
 fi
 
-topo_down || true
+ok "every topology removed, the machine as it was" topo_down
 ok "no kernel warning" kmsg_clean
 echo "1..$n"
 [ $fails -eq 0 ]
