@@ -244,7 +244,7 @@ $(BUILD)/fuzz-wire/wire_fuzz: $(TOP)/selftests/host/wire_fuzz.c $(WIRE_SRC)
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $<
 
 # Programs the shell tests use; not tests themselves.
-$(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c
+$(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c $(TOP)/selftests/helpers/rc_qp.h
 	@echo "  CC      helpers/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/helpers
 	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs

@@ -81,6 +81,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "rc_qp.h"
+
 #define BUF_SIZE	(256 * 1024)	/* read_write uses 200 KiB */
 
 struct side {
@@ -119,18 +121,7 @@ static double now_ms(void)
 
 static int side_open(struct side *s, const char *name, int gid_index)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			break;
-	if (!list || !list[i]) {
-		fprintf(stderr, "no device %s\n", name);
-		return -1;
-	}
-	s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	s->ctx = rc_open_device(name);
 	if (!s->ctx)
 		return -1;
 	s->gid_index = gid_index;
@@ -141,9 +132,7 @@ static int side_open(struct side *s, const char *name, int gid_index)
 	s->buf = aligned_alloc(4096, BUF_SIZE);
 	if (!s->pd || !s->cq || !s->buf)
 		return -1;
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, RC_ACCESS_ALL);
 	return s->mr ? 0 : -1;
 }
 
@@ -154,28 +143,14 @@ static int side_open(struct side *s, const char *name, int gid_index)
 static struct ibv_qp *qp_new_ops(struct side *s, uint64_t wr_ops)
 {
 	struct ibv_qp_init_attr_ex ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = s->cq, .recv_cq = s->cq, .pd = s->pd,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
 			 .max_send_sge = wr_ops ? 2 : 1, .max_recv_sge = 1,
 			 .max_inline_data = wr_ops ? 64 : 0 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD |
-			     (wr_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
-		.pd = s->pd,
 		.send_ops_flags = wr_ops,
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &ia);
 
-	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return NULL;
-	return qp;
+	return rc_qp_init(s->ctx, &ia);
 }
 
 static struct ibv_qp *qp_new(struct side *s)
@@ -188,35 +163,19 @@ struct conn {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 };
 
-/* @qp of @s to RTS, connected to @dqpn at @peer's GID. */
+/* @qp of @s to RTS, connected to @dqpn at @peer's GID; PSNs 0x123. */
 static int qp_connect(struct ibv_qp *qp, struct side *s, struct side *peer,
 		      uint32_t dqpn, const struct conn *c)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu,
-		.dest_qp_num = dqpn, .rq_psn = 0x123,
-		.max_dest_rd_atomic = 4, .min_rnr_timer = c->min_rnr_timer,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = peer->gid, .sgid_index = s->gid_index,
-				 .hop_limit = 64 },
-		},
+	struct rc_path path = {
+		.sgid_index = s->gid_index, .dgid = peer->gid, .dqpn = dqpn,
+		.mtu = c->mtu, .sq_psn = 0x123, .rq_psn = 0x123,
+		.rd_atomic = 4, .timeout = c->timeout,
+		.retry_cnt = c->retry_cnt, .rnr_retry = c->rnr_retry,
+		.min_rnr_timer = c->min_rnr_timer,
 	};
 
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = c->timeout;
-	attr.retry_cnt = c->retry_cnt;
-	attr.rnr_retry = c->rnr_retry;
-	attr.sq_psn = 0x123;
-	attr.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return rc_qp_rts(qp, &path);
 }
 
 static const struct conn conn_default = {

@@ -45,6 +45,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "rc_qp.h"
+
 #define MAX_QPS		16
 #define WINDOW		8		/* requests in flight per QP */
 #define RECVS		(2 * WINDOW)	/* receives posted per QP */
@@ -228,9 +230,6 @@ static int fail(struct qpair *q, const char *fmt, ...)
 static int side_open(struct side *s, const char *name, int gid_index,
 		     size_t size, const struct side *share)
 {
-	struct ibv_device **list;
-	int i;
-
 	s->gid_index = gid_index;
 	if (share) {
 		s->ctx = share->ctx;
@@ -238,13 +237,7 @@ static int side_open(struct side *s, const char *name, int gid_index,
 		s->cq = share->cq;
 		s->gid = share->gid;
 	} else {
-		list = ibv_get_device_list(NULL);
-		if (!list)
-			return -1;
-		for (i = 0; list[i]; i++)
-			if (!strcmp(ibv_get_device_name(list[i]), name))
-				s->ctx = ibv_open_device(list[i]);
-		ibv_free_device_list(list);
+		s->ctx = rc_open_device(name);
 		if (!s->ctx)
 			return -1;
 		if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
@@ -258,9 +251,7 @@ static int side_open(struct side *s, const char *name, int gid_index,
 	if (!s->pd || !s->cq || !s->buf)
 		return -1;
 	memset(s->buf, 0xee, size);
-	s->mr = ibv_reg_mr(s->pd, s->buf, size, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+	s->mr = ibv_reg_mr(s->pd, s->buf, size, RC_ACCESS_ALL);
 	return s->mr ? 0 : -1;
 }
 
@@ -268,27 +259,13 @@ static int side_open(struct side *s, const char *name, int gid_index,
 static struct ibv_qp *qp_new(struct side *s, uint64_t wr_ops)
 {
 	struct ibv_qp_init_attr_ex ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = s->cq, .recv_cq = s->cq, .pd = s->pd,
 		.cap = { .max_send_wr = WINDOW, .max_recv_wr = RECVS,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD |
-			     (wr_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
-		.pd = s->pd,
 		.send_ops_flags = wr_ops,
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &ia);
 
-	if (!qp || ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return NULL;
-	return qp;
+	return rc_qp_init(s->ctx, &ia);
 }
 
 /* Just before the 24-bit wrap, so that every run crosses it. */
@@ -301,31 +278,15 @@ static uint32_t start_psn(uint32_t qpn)
 static int qp_connect(struct ibv_qp *qp, struct side *s, struct side *peer,
 		      uint32_t dqpn, uint8_t retry_cnt)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dqpn, .rq_psn = start_psn(dqpn),
-		.max_dest_rd_atomic = WINDOW, .min_rnr_timer = 1,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = peer->gid, .sgid_index = s->gid_index,
-				 .hop_limit = 64 },
-		},
+	struct rc_path path = {
+		.sgid_index = s->gid_index, .dgid = peer->gid, .dqpn = dqpn,
+		.mtu = IBV_MTU_1024, .sq_psn = start_psn(qp->qp_num),
+		.rq_psn = start_psn(dqpn), .rd_atomic = WINDOW,
+		.timeout = 14,		/* 67 ms */
+		.retry_cnt = retry_cnt, .rnr_retry = 7, .min_rnr_timer = 1,
 	};
 
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;		/* 67 ms */
-	attr.retry_cnt = retry_cnt;
-	attr.rnr_retry = 7;
-	attr.sq_psn = start_psn(qp->qp_num);
-	attr.max_rd_atomic = WINDOW;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return rc_qp_rts(qp, &path);
 }
 
 static int post_recv(int i, uint32_t r)
