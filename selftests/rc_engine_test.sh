@@ -47,6 +47,16 @@ errcase() {
 	[ "$c1" -gt "$c0" ]
 }
 
+# egress_drops SIDE: RC_ERRORS_DROP and RC_ERRORS_PASS, for the cases that
+# need them, make SIDE's netdev drop every packet it sends, then pass.
+egress_drops() {
+	local ns dev
+	ns=$(topo_var "$1" NS)
+	dev=$(topo_var "$1" NETDEV)
+	export RC_ERRORS_DROP="ip netns exec $ns tc qdisc replace dev $dev root netem loss 100%"
+	export RC_ERRORS_PASS="ip netns exec $ns tc qdisc del dev $dev root"
+}
+
 # The doorbell handshake (srx-abi.h, K6/U6): ib_write_bw's client posts
 # 5000 WRITEs keeping 128 in flight; while the engine is active a post
 # makes no system call. Its write() calls (doorbells, and a few for the
@@ -135,15 +145,13 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
 		errcase atomic_write
 	# b's egress drops everything while the case says so (its ACKs).
-	export RC_ERRORS_DROP="ip netns exec $TOPO_B_NS tc qdisc replace dev $TOPO_B_NETDEV root netem loss 100%"
-	export RC_ERRORS_PASS="ip netns exec $TOPO_B_NS tc qdisc del dev $TOPO_B_NETDEV root"
+	egress_drops b
 	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \
 		errcase lost_ack_no_timeout
 	ok "srx-srx: an ATOMIC WRITE's answer lost: the retry is answered, not written again" \
 		errcase atomic_write_dup
 	# a's egress drops its answers: b is the requester here.
-	export RC_ERRORS_DROP="ip netns exec $TOPO_A_NS tc qdisc replace dev $TOPO_A_NETDEV root netem loss 100%"
-	export RC_ERRORS_PASS="ip netns exec $TOPO_A_NS tc qdisc del dev $TOPO_A_NETDEV root"
+	egress_drops a
 	ok "srx-srx: a duplicate WRITE is acknowledged short of the READ and ATOMIC after it" \
 		errcase dup_ack_psn duplicate_request
 	unset RC_ERRORS_DROP RC_ERRORS_PASS
@@ -195,8 +203,7 @@ if topo_up srx-rxe && gids; then
 	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
 	# rxe completes a READ or ATOMIC on a plain ACK at its PSN: srx must
 	# not send one when it acknowledges a duplicate again.
-	export RC_ERRORS_DROP="ip netns exec $TOPO_A_NS tc qdisc replace dev $TOPO_A_NETDEV root netem loss 100%"
-	export RC_ERRORS_PASS="ip netns exec $TOPO_A_NS tc qdisc del dev $TOPO_A_NETDEV root"
+	egress_drops a
 	ok "rxe to srx: READ and ATOMIC answered after a duplicate WRITE's ACK" \
 		errcase dup_ack_psn duplicate_request
 	unset RC_ERRORS_DROP RC_ERRORS_PASS
