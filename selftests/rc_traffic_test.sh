@@ -33,13 +33,14 @@ topo_trap
 # As topo_trap's: a teardown that fails fails the run.
 trap 's=$?; trap - EXIT; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
 
-# sizes SRV CLI: ibv_rc_pingpong, 1 B to 1 MiB, then -e at both ends.
+# sizes SRV CLI [MAX]: ibv_rc_pingpong, 1 B to MAX (1 MiB), then -e at
+# both ends.
 sizes() {
-	local srv=$1 cli=$2 size rc=0
-	for size in 1 4096 65536 1048576; do
+	local srv=$1 cli=$2 max=${3:-1048576} size rc=0
+	for size in 1 4096 65536 "$max"; do
 		pp "$srv" "$cli" "$size" 1024 || rc=1
 	done
-	for size in 1 1048576; do
+	for size in 1 "$max"; do
 		pp "$srv" "$cli" "$size" 1024 -e || rc=1
 	done
 	return $rc
@@ -164,11 +165,20 @@ fi
 # -------------------------------------------------------------- srx-rxe
 # rdma_rxe reports 128 outstanding READ/ATOMIC, srx 16: perftest's client
 # takes the server's number, and srx refuses more than it reports (-o 16).
+#
+# Linux 6.1's rdma_rxe reads one pointer past its MR's page map when a copy
+# ends in the last page of a 256-page map: rxe_mr_copy() steps to the next
+# map after the last bytes (rxe_mr.c; 6.2 rewrote it). Harmless on
+# Debian's kernel, where the 1 MiB messages below run; a KASAN report on
+# make check-debug's kernel (SRX_TEST_KASAN), where rxe's messages stop
+# two pages short of 1 MiB (a 1 MiB buffer is exactly one such map).
+rxe_max=1048576
+[ "${SRX_TEST_KASAN:-0}" = 1 ] && rxe_max=$((1048576 - 8192))
 if topo_up srx-rxe && gids; then
-	ok "srx server, rxe client: ibv_rc_pingpong 1 B to 1 MiB, and with -e" \
-		sizes a b
-	ok "rxe server, srx client: ibv_rc_pingpong 1 B to 1 MiB, and with -e" \
-		sizes b a
+	ok "srx server, rxe client: ibv_rc_pingpong 1 B to $rxe_max B, and with -e" \
+		sizes a b "$rxe_max"
+	ok "rxe server, srx client: ibv_rc_pingpong 1 B to $rxe_max B, and with -e" \
+		sizes b a "$rxe_max"
 	ok "srx to rxe: perftest send, write, read, atomic; lat and bw -q 8" \
 		matrix b a -o 16
 	ok "rxe to srx: perftest send, write, read, atomic; lat and bw -q 8" \
