@@ -446,6 +446,21 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 				   srx_aeth_nak_code(aeth) ==
 				   SRX_AETH_NAK_PSN_SEQ))
 				srx_comp_nak(qp, srx_aeth_nak_code(aeth));
+		} else if (type == SRX_AETH_TYPE_NAK && !req->nak_held &&
+			   srx_aeth_nak_code(aeth) != SRX_AETH_NAK_PSN_SEQ &&
+			   srx_psn_after(pkt->psn, req->una) &&
+			   srx_psn_before(pkt->psn, req->psn_max)) {
+			/*
+			 * An error NAK ahead of una overtook the responses to
+			 * a READ or ATOMIC before it (they left the responder
+			 * first, from another CPU's queue): it applies when
+			 * they are in and una reaches it. If they were lost,
+			 * the retry finds the responder in error and ends in
+			 * RETRY_EXC_ERR, as it would have without the NAK.
+			 */
+			req->nak_held = true;
+			req->nak_code = srx_aeth_nak_code(aeth);
+			req->nak_psn = pkt->psn;
 		}
 		break;
 	case SRX_ROCE_RC_ATOMIC_ACK:
@@ -461,6 +476,11 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		srx_comp_progressed(req);
 	progress |= more;
 	srx_comp_retire(qp);
+	if (req->nak_held && !srx_psn_before(req->una, req->nak_psn)) {
+		req->nak_held = false;
+		if (req->una == req->nak_psn)
+			srx_comp_nak(qp, req->nak_code);
+	}
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {
 		if (progress)
 			srx_comp_arm_retrans(qp, true);

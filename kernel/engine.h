@@ -72,6 +72,9 @@ struct srx_req {
 	bool asked_again;	/* re-requested from asked_psn after a gap */
 	u32 asked_psn;
 	bool started;		/* RTR -> RTS since RESET: psn is live */
+	bool nak_held;		/* an error NAK ahead of una, see comp.c */
+	u8 nak_code;
+	u32 nak_psn;
 	/* From the attributes (qp.c, srx_qp_engine_attr()); kept by RESET. */
 	u32 mtu;		/* path MTU, bytes */
 	u32 timeout_jiffies;	/* local ACK timeout; 0: none */
@@ -121,7 +124,15 @@ struct srx_resp {
 	u32 res_n;		/* max_dest_rd_atomic up to a power of two */
 	u32 res_head;		/* next entry to fill */
 	u32 rd_next;		/* oldest entry that may have responses due */
+	/*
+	 * Requests that came while READ responses were still due, in
+	 * arrival order; resp_work executes them once those are out
+	 * (resp.c). At most SRX_RESP_HELD_MAX; skb->cb holds the parse.
+	 */
+	struct sk_buff_head held;
 };
+
+#define SRX_RESP_HELD_MAX	256
 
 /* recv.c */
 bool srx_pkt_from_peer(const struct srx_qp *qp, const struct sk_buff *skb);
@@ -150,5 +161,6 @@ void srx_rnr_timer(struct timer_list *t);
 void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		  struct sk_buff *skb);
 void srx_resp_work(struct work_struct *w);
+void srx_resp_drop_held(struct srx_qp *qp);
 
 #endif /* SRX_ENGINE_H */

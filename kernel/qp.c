@@ -514,6 +514,7 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->resp_lock);
 	INIT_WORK(&qp->send_work, srx_send_work);
 	INIT_WORK(&qp->resp_work, srx_resp_work);
+	__skb_queue_head_init(&qp->resp.held);
 	timer_setup(&qp->retrans_timer, srx_retrans_timer, 0);
 	timer_setup(&qp->rnr_timer, srx_rnr_timer, 0);
 
@@ -572,9 +573,10 @@ err_count:
  * the synchronous shutdowns leave nothing running or pending. Then the
  * initial reference goes and destroy waits for the others: packets still
  * being processed in softirq (recv.c) and skbs in flight, whose
- * destructors drop theirs. Only then are the rings and the responder
- * resources freed. rmmod cannot overtake an skb destructor: the device's
- * dealloc follows every QP's destroy.
+ * destructors drop theirs. Only then are the rings, the responder
+ * resources and the requests held for resp_work freed. rmmod cannot
+ * overtake an skb destructor: the device's dealloc follows every QP's
+ * destroy.
  *
  * Context: process; sleeps.
  */
@@ -597,6 +599,8 @@ int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	srx_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/* Requests held for resp_work (resp.c): none is added once dead. */
+	__skb_queue_purge(&qp->resp.held);
 
 	kfree(qp->resp.res);
 	srx_wq_free(&qp->rq);
@@ -811,6 +815,7 @@ static void srx_qp_engine_reset(struct srx_qp *qp)
 	qp->resp.offset = 0;
 	qp->resp.res_head = 0;
 	qp->resp.rd_next = 0;
+	srx_resp_drop_held(qp);
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.res_n * sizeof(*qp->resp.res));
 	spin_unlock_bh(&qp->resp_lock);

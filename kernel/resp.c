@@ -9,7 +9,9 @@
  * It runs under qp->resp_lock in the receive softirq, one packet at a
  * time, and finishes there without sleeping: one small skb per ACK or
  * NAK. A READ's response packets go out from the softirq up to
- * SRX_READ_BUDGET, the rest from resp_work under the same lock.
+ * SRX_READ_BUDGET, the rest from resp_work under the same lock; requests
+ * that arrive while some are due wait for resp_work, so that every
+ * answer leaves in PSN order (srx_resp_hold()).
  *
  * PSN checks ([IBTA] 9.7.5.1): a request at the expected PSN (epsn) is
  * executed; one behind it is a duplicate: a SEND or WRITE is
@@ -313,13 +315,15 @@ static bool srx_resp_run_reads(struct srx_qp *qp, u32 budget)
 
 	lockdep_assert_held(&qp->resp_lock);
 
-	while (budget && resp->rd_next != resp->res_head) {
+	while (resp->rd_next != resp->res_head) {
 		r = &resp->res[resp->rd_next % resp->res_n];
 		if (r->type != SRX_RES_READ ||
 		    r->next_psn == srx_psn_add(r->last_psn, 1)) {
 			resp->rd_next++;
 			continue;
 		}
+		if (!budget)
+			break;
 		if (!srx_resp_read_pkt(qp, r, r->next_psn)) {
 			/* Deregistered since the request: class C error. */
 			r->next_psn = srx_psn_add(r->last_psn, 1);
@@ -599,29 +603,18 @@ static enum srx_resp_result srx_resp_execute(struct srx_qp *qp,
 	return SRX_RESP_NAK_INV;	/* FLUSH: not yet */
 }
 
-/**
- * srx_resp_rcv - a request for @qp arrived
- * @qp: the QP, referenced by the caller
- * @pkt: the parsed request
- * @skb: the packet, linear, BTH at data; consumed
- *
- * Context: the receive softirq.
+/*
+ * One request, from the softirq or from the held queue: PSN checks,
+ * execution, answer. Context: resp_lock held.
  */
-void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
-		  struct sk_buff *skb)
+static void srx_resp_one(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
+			 struct sk_buff *skb)
 {
 	struct srx_resp *resp = &qp->resp;
 	enum srx_resp_result res;
-	enum ib_qp_state state;
 	s32 d;
 
-	spin_lock_bh(&qp->resp_lock);
-	state = READ_ONCE(qp->state);
-	if (state < IB_QPS_RTR || state == IB_QPS_ERR ||
-	    !srx_pkt_from_peer(qp, skb)) {
-		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
-		goto out;
-	}
+	lockdep_assert_held(&qp->resp_lock);
 
 	d = srx_psn_diff(pkt->psn, resp->epsn);
 	if (d > 0) {
@@ -631,11 +624,11 @@ void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 			srx_count(qp->sdev, SRX_CNT_SEND_SEQ_NAK, 1);
 			srx_resp_nak(qp, SRX_AETH_NAK_PSN_SEQ, resp->epsn);
 		}
-		goto out;
+		return;
 	}
 	if (d < 0) {
 		srx_resp_duplicate(qp, pkt);
-		goto out;
+		return;
 	}
 
 	res = srx_resp_execute(qp, pkt, skb->data);
@@ -669,6 +662,83 @@ void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		srx_qp_set_error(qp);
 		break;
 	}
+}
+
+/* The parse of a held request, in its skb's control block. */
+static struct srx_roce_pkt *srx_resp_held_pkt(struct sk_buff *skb)
+{
+	BUILD_BUG_ON(sizeof(struct srx_roce_pkt) > sizeof(skb->cb));
+	return (struct srx_roce_pkt *)skb->cb;
+}
+
+/*
+ * Hold @skb behind the READ responses still due and the requests held
+ * before it, for resp_work to answer in order: answered before them,
+ * its ACK, ATOMIC ACK or NAK would reach the requester first (taken for
+ * a lost READ response, or a NAK that names a PSN not yet its oldest),
+ * and its error would put the QP in ERR with those responses unsent.
+ * Return: false if the queue is full (the requester sends it again).
+ * Context: resp_lock held.
+ */
+static bool srx_resp_hold(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
+			  struct sk_buff *skb)
+{
+	struct srx_resp *resp = &qp->resp;
+
+	lockdep_assert_held(&qp->resp_lock);
+
+	if (skb_queue_len(&resp->held) >= SRX_RESP_HELD_MAX)
+		return false;
+	/*
+	 * Only the bytes are read from here on (the IP layer has orphaned
+	 * it); a route held would keep its netdev from going away.
+	 */
+	skb_dst_drop(skb);
+	*srx_resp_held_pkt(skb) = *pkt;
+	__skb_queue_tail(&resp->held, skb);
+	queue_work(srx_wq, &qp->resp_work);
+	return true;
+}
+
+/*
+ * Drop what is held: the QP left the states that answer, or is reset or
+ * destroyed. Context: resp_lock held.
+ */
+void srx_resp_drop_held(struct srx_qp *qp)
+{
+	lockdep_assert_held(&qp->resp_lock);
+	__skb_queue_purge(&qp->resp.held);
+}
+
+/**
+ * srx_resp_rcv - a request for @qp arrived
+ * @qp: the QP, referenced by the caller
+ * @pkt: the parsed request
+ * @skb: the packet, linear, BTH at data; consumed
+ *
+ * Context: the receive softirq.
+ */
+void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
+		  struct sk_buff *skb)
+{
+	enum ib_qp_state state;
+
+	spin_lock_bh(&qp->resp_lock);
+	state = READ_ONCE(qp->state);
+	if (state < IB_QPS_RTR || state == IB_QPS_ERR || qp->dead ||
+	    !srx_pkt_from_peer(qp, skb)) {
+		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		goto out;
+	}
+	if (!skb_queue_empty(&qp->resp.held) || srx_resp_run_reads(qp, 0)) {
+		if (srx_resp_hold(qp, pkt, skb)) {
+			skb = NULL;
+		} else {
+			srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		}
+		goto out;
+	}
+	srx_resp_one(qp, pkt, skb);
 out:
 	spin_unlock_bh(&qp->resp_lock);
 	consume_skb(skb);
@@ -676,17 +746,39 @@ out:
 
 /*
  * resp_work: READ responses beyond what the softirq sent, a batch at a
- * time. Context: srx_wq (process).
+ * time, then the requests held behind them. Context: srx_wq (process).
  */
 void srx_resp_work(struct work_struct *w)
 {
 	struct srx_qp *qp = container_of(w, struct srx_qp, resp_work);
+	u32 budget = SRX_WORK_BUDGET;
 	enum ib_qp_state state;
+	struct sk_buff *skb;
+	bool more;
 
 	spin_lock_bh(&qp->resp_lock);
 	state = READ_ONCE(qp->state);
-	if (state >= IB_QPS_RTR && state != IB_QPS_ERR && !qp->dead &&
-	    srx_resp_run_reads(qp, SRX_WORK_BUDGET))
+	if (state < IB_QPS_RTR || state == IB_QPS_ERR || qp->dead) {
+		srx_resp_drop_held(qp);
+		goto out;
+	}
+	more = srx_resp_run_reads(qp, budget);
+	/* The held requests, in order, while no READ response is due. */
+	while (!more && budget--) {
+		skb = __skb_dequeue(&qp->resp.held);
+		if (!skb)
+			break;
+		srx_resp_one(qp, srx_resp_held_pkt(skb), skb);
+		consume_skb(skb);
+		state = READ_ONCE(qp->state);
+		if (state == IB_QPS_ERR) {
+			srx_resp_drop_held(qp);
+			goto out;
+		}
+		more = srx_resp_run_reads(qp, 0);
+	}
+	if ((more || !skb_queue_empty(&qp->resp.held)) && !qp->dead)
 		queue_work(srx_wq, &qp->resp_work);
+out:
 	spin_unlock_bh(&qp->resp_lock);
 }

@@ -123,6 +123,8 @@ if topo_up srx-self && gids; then
 	ok "srx-self: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
 	ok "srx-self: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
 		errcase atomic_write
+	ok "srx-self: a READ, then at once a WRITE NAKed: the READ's bytes, then REM_ACCESS_ERR" \
+		errcase read_then_nak rcvd_nak
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
@@ -144,6 +146,8 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
 	ok "srx-srx: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \
 		errcase atomic_write
+	ok "srx-srx: a READ, then at once a WRITE NAKed: the READ's bytes, then REM_ACCESS_ERR" \
+		errcase read_then_nak rcvd_nak
 	# b's egress drops everything while the case says so (its ACKs).
 	egress_drops b
 	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \
@@ -201,6 +205,8 @@ if topo_up srx-rxe && gids; then
 	ok "srx to rxe: ATOMIC FETCH_AND_ADD" perf ib_atomic_bw b a -A FETCH_AND_ADD -o 16 -n 100
 	ok "rxe to srx: ATOMIC CMP_AND_SWAP" perf ib_atomic_bw a b -A CMP_AND_SWAP -o 16 -n 100
 	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
+	ok "srx to rxe: a READ, then at once a WRITE NAKed: the READ's bytes, then REM_ACCESS_ERR" \
+		errcase read_then_nak rcvd_nak
 	# rxe completes a READ or ATOMIC on a plain ACK at its PSN: srx must
 	# not send one when it acknowledges a duplicate again.
 	egress_drops a

@@ -59,6 +59,10 @@
  *                  gets the READ's bytes and the value the FETCH_AND_ADD
  *                  found, a's target is added to once (RC_ERRORS_DROP
  *                  and _PASS drop a's packets; two devices)
+ *   read_then_nak  a 64-packet READ at path MTU 256, then at once a
+ *                  WRITE with a wrong rkey: the READ completes with its
+ *                  bytes, then the WRITE with REM_ACCESS_ERR (the NAK
+ *                  must not overtake the READ's last responses)
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -1143,6 +1147,41 @@ static bool t_dup_ack_psn(struct pair *p)
 	return true;
 }
 
+/*
+ * A READ of 64 response packets, then at once a WRITE with a wrong rkey.
+ * The responder sends the READ's last responses from resp_work; if it
+ * answered the WRITE from the softirq at once, the NAK would overtake
+ * them, and the responder would go to ERR with them unsent.
+ */
+static bool t_read_then_nak(struct pair *p)
+{
+	struct conn c = conn_default;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	c.mtu = IBV_MTU_256;
+	CHECK(pair_up(p, &c, &c), "pair");
+	for (i = 0; i < 16384; i++) {
+		sb.buf[65536 + i] = (uint8_t)(i * 29 + 5);
+		sa.buf[65536 + i] = 0;
+	}
+	CHECK(!post_send(p->a, IBV_WR_RDMA_READ, sa.buf + 65536, 16384,
+			 sa.mr->lkey, (uintptr_t)sb.buf + 65536, sb.mr->rkey,
+			 1) &&
+	      !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 8, sa.mr->lkey,
+			 (uintptr_t)sb.buf, sb.mr->rkey ^ 0x80, 2), "post");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000), "READ: no completion");
+	CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS,
+	      "READ: wr_id %llu %s", (unsigned long long)wc.wr_id,
+	      ibv_wc_status_str(wc.status));
+	CHECK(!memcmp(sa.buf + 65536, sb.buf + 65536, 16384), "READ bytes");
+	CHECK(wait_wc(&sa, p->a, &wc, 10000), "WRITE: no completion");
+	CHECK(wc.wr_id == 2 && wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE: wr_id %llu %s", (unsigned long long)wc.wr_id,
+	      ibv_wc_status_str(wc.status));
+	return true;
+}
+
 /* @qp's sq_psn and rq_psn as ibv_query_qp() reports them. */
 static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
 {
@@ -1229,6 +1268,7 @@ static const struct {
 	{ "query_psn", t_query_psn },
 	{ "atomic_write", t_atomic_write },
 	{ "atomic_write_dup", t_atomic_write_dup },
+	{ "read_then_nak", t_read_then_nak },
 	{ "dup_ack_psn", t_dup_ack_psn },
 };
 
