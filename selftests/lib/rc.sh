@@ -35,12 +35,14 @@ kmsg_clean() {
 	return 1
 }
 
-# wait_listen SIDE PORT: a TCP listener on PORT in SIDE's namespace.
+# wait_listen SIDE PORT: a TCP listener on PORT in SIDE's namespace,
+# within 20 s times the slowdown (a server opens its device first, which
+# took longer than 20 s under make check-debug's KASAN kernel).
 listening() {
 	topo_exec "$1" ss -Hntl | grep -q ":$2 "
 }
 wait_listen() {
-	topo_wait 20 listening "$1" "$2"
+	topo_wait $((20 * ${SRX_TEST_TIMEOUT_SCALE:-1})) listening "$1" "$2"
 }
 
 # A hang is the tools' own to show; pair's limit only ends a run that
