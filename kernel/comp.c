@@ -213,6 +213,25 @@ static bool srx_comp_ack(struct srx_qp *qp, u32 psn)
 	return progress;
 }
 
+/* Whether a READ or ATOMIC sent before @psn still waits for its answer. */
+static bool srx_comp_rd_before(struct srx_qp *qp, u32 psn)
+{
+	struct srx_wq *sq = &qp->sq;
+	struct srx_swqe *e;
+	u32 i, n;
+
+	for (i = sq->kdone, n = 0; i != sq->kcons && n < sq->entries;
+	     i++, n++) {
+		e = srx_sq_entry(sq, i);
+		if (e->eng.state != SRX_SWQE_SENT ||
+		    !srx_psn_before(e->eng.first_psn, psn))
+			break;
+		if (srx_wqe_opcode_is_rd_atomic(e->opcode))
+			return true;
+	}
+	return false;
+}
+
 /* The WQE a response at @psn answers: the oldest, if it is waiting for it. */
 static struct srx_swqe *srx_comp_rd_wqe(struct srx_qp *qp, u32 psn)
 {
@@ -476,10 +495,26 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		srx_comp_progressed(req);
 	progress |= more;
 	srx_comp_retire(qp);
-	if (req->nak_held && !srx_psn_before(req->una, req->nak_psn)) {
-		req->nak_held = false;
-		if (req->una == req->nak_psn)
-			srx_comp_nak(qp, req->nak_code);
+	if (req->nak_held) {
+		/*
+		 * Once the READs and ATOMICs before it are answered, the
+		 * held NAK acknowledges every PSN before it, as it would
+		 * have on arrival; then it fails the WQE at una, which may
+		 * be a later packet of a message.
+		 */
+		if (req->una != req->nak_psn &&
+		    !srx_comp_rd_before(qp, req->nak_psn) &&
+		    srx_comp_ack(qp, srx_psn_add(req->nak_psn,
+						 SRX_SEQ24_MASK))) {
+			srx_comp_retire(qp);
+			srx_comp_progressed(req);
+			progress = true;
+		}
+		if (!srx_psn_before(req->una, req->nak_psn)) {
+			req->nak_held = false;
+			if (req->una == req->nak_psn)
+				srx_comp_nak(qp, req->nak_code);
+		}
 	}
 	if (READ_ONCE(qp->state) == IB_QPS_RTS) {
 		if (progress)

@@ -325,10 +325,14 @@ static bool srx_resp_run_reads(struct srx_qp *qp, u32 budget)
 		if (!budget)
 			break;
 		if (!srx_resp_read_pkt(qp, r, r->next_psn)) {
-			/* Deregistered since the request: class C error. */
-			r->next_psn = srx_psn_add(r->last_psn, 1);
+			/*
+			 * Deregistered since the request: class C error, at
+			 * the first response not sent, where the requester's
+			 * oldest unanswered PSN will be.
+			 */
 			srx_count(qp->sdev, SRX_CNT_SEND_NAK, 1);
 			srx_resp_nak(qp, SRX_AETH_NAK_REM_ACCESS, r->next_psn);
+			r->next_psn = srx_psn_add(r->last_psn, 1);
 			srx_qp_set_error(qp);
 			return false;
 		}
@@ -691,9 +695,12 @@ static bool srx_resp_hold(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		return false;
 	/*
 	 * Only the bytes are read from here on (the IP layer has orphaned
-	 * it); a route held would keep its netdev from going away.
+	 * it): a route or a conntrack entry held would keep its netdev or
+	 * namespace from going away, and the netdev may go before it.
 	 */
 	skb_dst_drop(skb);
+	nf_reset_ct(skb);
+	skb->dev = NULL;
 	*srx_resp_held_pkt(skb) = *pkt;
 	__skb_queue_tail(&resp->held, skb);
 	queue_work(srx_wq, &qp->resp_work);
@@ -763,19 +770,22 @@ void srx_resp_work(struct work_struct *w)
 		goto out;
 	}
 	more = srx_resp_run_reads(qp, budget);
-	/* The held requests, in order, while no READ response is due. */
-	while (!more && budget--) {
+	/*
+	 * The held requests, in order, while no READ response is due and
+	 * the QP answers: a response that failed, a held request's error,
+	 * or the requester's put it in ERR, and then nothing held may run.
+	 */
+	while (!more && budget-- && READ_ONCE(qp->state) != IB_QPS_ERR) {
 		skb = __skb_dequeue(&qp->resp.held);
 		if (!skb)
 			break;
 		srx_resp_one(qp, srx_resp_held_pkt(skb), skb);
 		consume_skb(skb);
-		state = READ_ONCE(qp->state);
-		if (state == IB_QPS_ERR) {
-			srx_resp_drop_held(qp);
-			goto out;
-		}
 		more = srx_resp_run_reads(qp, 0);
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		srx_resp_drop_held(qp);
+		goto out;
 	}
 	if ((more || !skb_queue_empty(&qp->resp.held)) && !qp->dead)
 		queue_work(srx_wq, &qp->resp_work);

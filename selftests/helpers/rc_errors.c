@@ -63,6 +63,10 @@
  *                  WRITE with a wrong rkey: the READ completes with its
  *                  bytes, then the WRITE with REM_ACCESS_ERR (the NAK
  *                  must not overtake the READ's last responses)
+ *   read_then_nak_mid
+ *                  the same with a 16-packet SEND into a 1 KiB receive:
+ *                  the READ's bytes, then REM_INV_REQ_ERR (the NAK names
+ *                  the SEND's fifth packet), b's receive LOC_LEN_ERR
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -1147,16 +1151,10 @@ static bool t_dup_ack_psn(struct pair *p)
 	return true;
 }
 
-/*
- * A READ of 64 response packets, then at once a WRITE with a wrong rkey.
- * The responder sends the READ's last responses from resp_work; if it
- * answered the WRITE from the softirq at once, the NAK would overtake
- * them, and the responder would go to ERR with them unsent.
- */
-static bool t_read_then_nak(struct pair *p)
+/* a posts a READ of 64 response packets (16 KiB at MTU 256) from b. */
+static bool read_then_post(struct pair *p)
 {
 	struct conn c = conn_default;
-	struct ibv_wc wc;
 	uint32_t i;
 
 	c.mtu = IBV_MTU_256;
@@ -1167,17 +1165,58 @@ static bool t_read_then_nak(struct pair *p)
 	}
 	CHECK(!post_send(p->a, IBV_WR_RDMA_READ, sa.buf + 65536, 16384,
 			 sa.mr->lkey, (uintptr_t)sb.buf + 65536, sb.mr->rkey,
-			 1) &&
-	      !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 8, sa.mr->lkey,
-			 (uintptr_t)sb.buf, sb.mr->rkey ^ 0x80, 2), "post");
+			 1), "post READ");
+	return true;
+}
+
+static bool read_then_check(struct pair *p, enum ibv_wc_status second)
+{
+	struct ibv_wc wc;
+
 	CHECK(wait_wc(&sa, p->a, &wc, 10000), "READ: no completion");
 	CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS,
 	      "READ: wr_id %llu %s", (unsigned long long)wc.wr_id,
 	      ibv_wc_status_str(wc.status));
 	CHECK(!memcmp(sa.buf + 65536, sb.buf + 65536, 16384), "READ bytes");
-	CHECK(wait_wc(&sa, p->a, &wc, 10000), "WRITE: no completion");
-	CHECK(wc.wr_id == 2 && wc.status == IBV_WC_REM_ACCESS_ERR,
-	      "WRITE: wr_id %llu %s", (unsigned long long)wc.wr_id,
+	CHECK(wait_wc(&sa, p->a, &wc, 10000), "#2: no completion");
+	CHECK(wc.wr_id == 2 && wc.status == second,
+	      "#2: wr_id %llu %s, not %s", (unsigned long long)wc.wr_id,
+	      ibv_wc_status_str(wc.status), ibv_wc_status_str(second));
+	return true;
+}
+
+/*
+ * A READ of 64 response packets, then at once a WRITE with a wrong rkey.
+ * The responder sends the READ's last responses from resp_work; if it
+ * answered the WRITE from the softirq at once, the NAK would overtake
+ * them, and the responder would go to ERR with them unsent.
+ */
+static bool t_read_then_nak(struct pair *p)
+{
+	CHECK(read_then_post(p), "READ");
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 8, sa.mr->lkey,
+			 (uintptr_t)sb.buf, sb.mr->rkey ^ 0x80, 2), "post");
+	return read_then_check(p, IBV_WC_REM_ACCESS_ERR);
+}
+
+/*
+ * The same with the NAK inside a message: a SEND of 16 packets into a
+ * 1 KiB receive is refused at its fifth packet. The requester may take
+ * the NAK only after the READ's responses, and then it acknowledges the
+ * SEND's first four packets before it fails the SEND.
+ */
+static bool t_read_then_nak_mid(struct pair *p)
+{
+	struct ibv_wc wc;
+
+	CHECK(read_then_post(p), "READ");
+	CHECK(!post_recv(p->b, sb.buf, 1024, sb.mr->lkey, 9), "recv");
+	CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf, 4096, sa.mr->lkey, 0, 0,
+			 2), "post");
+	if (!read_then_check(p, IBV_WC_REM_INV_REQ_ERR))
+		return false;
+	CHECK(wait_wc(&sb, p->b, &wc, 2000), "b: no completion");
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_LEN_ERR, "b: %s",
 	      ibv_wc_status_str(wc.status));
 	return true;
 }
@@ -1269,6 +1308,7 @@ static const struct {
 	{ "atomic_write", t_atomic_write },
 	{ "atomic_write_dup", t_atomic_write_dup },
 	{ "read_then_nak", t_read_then_nak },
+	{ "read_then_nak_mid", t_read_then_nak_mid },
 	{ "dup_ack_psn", t_dup_ack_psn },
 };
 
