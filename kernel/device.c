@@ -294,6 +294,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.query_port = srx_query_port,
 	.query_qp = srx_query_qp,
 	.reg_user_mr = srx_reg_user_mr,
+	.rereg_user_mr = srx_rereg_user_mr,
 	.req_notify_cq = srx_req_notify_cq,
 	.resize_cq = srx_resize_cq,
 

@@ -84,14 +84,18 @@ static int srx_mr_check_access(struct srx_device *sdev, int access)
  * entry, which lookups do not see) until srx_mr_publish() stores the MR,
  * fully built, with the release that xa_store() implies: a lookup that
  * finds it sees every field written before.
+ *
+ * A rereg's MR takes the index and key of the one it @replaces instead,
+ * and is counted whatever the limit: the old one goes with the rereg.
  */
 static struct srx_mr *srx_mr_alloc(struct srx_device *sdev, struct ib_pd *pd,
-				   int access)
+				   int access, const struct srx_mr *replaces)
 {
 	struct srx_mr *mr;
-	int ret;
+	int count, ret;
 
-	if (atomic_inc_return(&sdev->num_mr) > srx_device_max_mr()) {
+	count = atomic_inc_return(&sdev->num_mr);
+	if (count > srx_device_max_mr() && !replaces) {
 		ret = -ENOMEM;
 		goto err_count;
 	}
@@ -102,13 +106,17 @@ static struct srx_mr *srx_mr_alloc(struct srx_device *sdev, struct ib_pd *pd,
 		goto err_count;
 	}
 
-	ret = xa_alloc_cyclic(&sdev->mr_xa, &mr->index, NULL,
-			      XA_LIMIT(1, SRX_MAX_MR), &sdev->mr_next,
-			      GFP_KERNEL);
-	if (ret < 0)
-		goto err_free;
-
-	mr->key = (mr->index << SRX_MR_KEY_SHIFT) | get_random_u8();
+	if (replaces) {
+		mr->index = replaces->index;
+		mr->key = replaces->key;
+	} else {
+		ret = xa_alloc_cyclic(&sdev->mr_xa, &mr->index, NULL,
+				      XA_LIMIT(1, SRX_MAX_MR), &sdev->mr_next,
+				      GFP_KERNEL);
+		if (ret < 0)
+			goto err_free;
+		mr->key = (mr->index << SRX_MR_KEY_SHIFT) | get_random_u8();
+	}
 	mr->sdev = sdev;
 	mr->grant.pd = pd;
 	mr->grant.access = access;
@@ -158,7 +166,7 @@ struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access)
 	if (ret)
 		return ERR_PTR(ret);
 
-	mr = srx_mr_alloc(to_srx_dev(ibpd->device), ibpd, access);
+	mr = srx_mr_alloc(to_srx_dev(ibpd->device), ibpd, access, NULL);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 	/*
@@ -226,17 +234,20 @@ static int srx_mr_map_pages(struct srx_mr *mr, struct ib_umem *umem)
 	return 0;
 }
 
-struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-			      u64 iova, int access, struct ib_udata *udata)
+/*
+ * Pin [@start, @start + @length) of the calling process and build a user
+ * MR over it at @iova, not yet published: a new one, or the replacement
+ * of @replaces, which keeps its index and key.
+ */
+static struct srx_mr *srx_mr_build_user(struct ib_pd *ibpd, u64 start,
+					u64 length, u64 iova, int access,
+					const struct srx_mr *replaces)
 {
 	struct srx_device *sdev = to_srx_dev(ibpd->device);
 	struct ib_umem *umem;
 	struct srx_mr *mr;
 	int ret;
 
-	ret = srx_udata_cmd(udata, NULL, 0);
-	if (ret)
-		return ERR_PTR(ret);
 	ret = srx_mr_check_access(sdev, access);
 	if (ret)
 		return ERR_PTR(ret);
@@ -248,7 +259,7 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (IS_ERR(umem))
 		return ERR_CAST(umem);
 
-	mr = srx_mr_alloc(sdev, ibpd, access);
+	mr = srx_mr_alloc(sdev, ibpd, access, replaces);
 	if (IS_ERR(mr)) {
 		ret = PTR_ERR(mr);
 		goto err_release;
@@ -257,9 +268,73 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->umem = umem;
 	mr->grant.iova = iova;
 	mr->grant.length = length;
+	mr->base_mr.iova = iova;
+	mr->base_mr.length = length;
 	ret = srx_mr_map_pages(mr, umem);
 	if (ret)
-		goto err_unreserve;
+		goto err_free;
+	return mr;
+
+err_free:
+	/* A replacement's index is the old MR's, not its own to free. */
+	if (replaces)
+		srx_mr_free(mr);
+	else
+		srx_mr_unreserve(mr);
+	return ERR_PTR(ret);
+err_release:
+	ib_umem_release(umem);
+	return ERR_PTR(ret);
+}
+
+/*
+ * The replacement of @old over the same pinned pages, for a rereg that
+ * changes only the PD or the rights: pinning again would count the pages
+ * twice against RLIMIT_MEMLOCK and take whatever is mapped there now. It
+ * gets its own copy of the page array, since packets that found @old
+ * read @old's until its deregistration has waited for them; the umem
+ * passes to it once it is published (srx_rereg_user_mr()).
+ */
+static struct srx_mr *srx_mr_build_same(struct ib_pd *ibpd, int access,
+					const struct srx_mr *old)
+{
+	struct srx_mr *mr;
+	int ret;
+
+	ret = srx_mr_check_access(old->sdev, access);
+	if (ret)
+		return ERR_PTR(ret);
+	mr = srx_mr_alloc(old->sdev, ibpd, access, old);
+	if (IS_ERR(mr))
+		return mr;
+	mr->pages = kvcalloc(old->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages) {
+		srx_mr_free(mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	memcpy(mr->pages, old->pages, old->npages * sizeof(*mr->pages));
+	mr->npages = old->npages;
+	mr->first_off = old->first_off;
+	mr->grant.iova = old->grant.iova;
+	mr->grant.length = old->grant.length;
+	mr->base_mr.iova = old->grant.iova;
+	mr->base_mr.length = old->grant.length;
+	return mr;
+}
+
+struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			      u64 iova, int access, struct ib_udata *udata)
+{
+	struct srx_mr *mr;
+	int ret;
+
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ERR_PTR(ret);
+	mr = srx_mr_build_user(ibpd, start, length, iova, access, NULL);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	ret = srx_mr_publish(mr);
 	if (ret)
 		goto err_unreserve;
@@ -268,15 +343,100 @@ struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 err_unreserve:
 	srx_mr_unreserve(mr);
 	return ERR_PTR(ret);
-err_release:
-	ib_umem_release(umem);
+}
+
+/*
+ * ibv_rereg_mr(3): change what a user MR grants (its PD, its rights)
+ * and, with IB_MR_REREG_TRANS, the memory it covers, keeping its key, as
+ * callers expect (rdma-core's test_mr.py goes on using the old rkey).
+ *
+ * The data path reads an MR without a lock because nothing in it
+ * changes once published (mr.h), so the change is a new srx_mr under the
+ * same index and key, swapped for the old one in mr_xa by one
+ * compare-and-exchange: a lookup finds either, whole (srx_mr_get() looks
+ * again if the old one was released under it). The core then gives the
+ * new MR the old one's handle and destroys the old (ib_uverbs_rereg_mr(),
+ * drivers/infiniband/core/uverbs_cmd.c, 6.1 and 6.12), whose
+ * srx_dereg_mr() waits for the packets still using it and leaves the
+ * index alone. A rereg that fails leaves the old MR as it was.
+ *
+ * The pages stay pinned when the memory does not change, unless the MR
+ * becomes writable and its pin was not (6.2 on pins such memory without
+ * FOLL_WRITE, ib_umem_get()): then, and for new memory, it pins again.
+ *
+ * Context: process; sleeps. The core holds the MR's uobject for write,
+ * so no other rereg or dereg of it runs meanwhile.
+ */
+struct ib_mr *srx_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				u64 length, u64 iova, int access,
+				struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct srx_mr *old = to_srx_mr(ibmr);
+	struct srx_mr *mr, *curr;
+	bool same;
+	int ret;
+
+	ret = srx_udata_cmd(udata, NULL, 0);
+	if (ret)
+		return ERR_PTR(ret);
+	/* Only user MRs have a uverbs handle to be re-registered through. */
+	if (WARN_ON_ONCE(!old->umem))
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = old->base_mr.pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->grant.access;
+	same = !(flags & IB_MR_REREG_TRANS) &&
+	       (old->umem->writable || !ib_access_writable(access));
+
+	if (same)
+		mr = srx_mr_build_same(ibpd, access, old);
+	else if (flags & IB_MR_REREG_TRANS)
+		mr = srx_mr_build_user(ibpd, start, length, iova, access, old);
+	else
+		mr = srx_mr_build_user(ibpd, old->umem->address,
+				       old->grant.length, old->grant.iova,
+				       access, old);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+
+	curr = xa_cmpxchg(&old->sdev->mr_xa, old->index, old, mr, GFP_KERNEL);
+	if (curr != old) {
+		ret = xa_is_err(curr) ? xa_err(curr) : -EINVAL;
+		WARN_ON_ONCE(!xa_is_err(curr));
+		goto err_free;
+	}
+	/* Not read by the data path: registration's alone (mr.h). */
+	if (same) {
+		mr->umem = old->umem;
+		old->umem = NULL;
+	}
+	return &mr->base_mr;
+
+err_free:
+	srx_mr_free(mr);
 	return ERR_PTR(ret);
+}
+
+/*
+ * Withdraw @mr's key from lookups, unless a rereg has stored its
+ * replacement under the same index: the key is the new MR's then.
+ */
+static void srx_mr_unpublish(struct srx_mr *mr)
+{
+	struct xarray *xa = &mr->sdev->mr_xa;
+
+	xa_lock(xa);
+	if (xa_load(xa, mr->index) == mr)
+		__xa_erase(xa, mr->index);
+	xa_unlock(xa);
 }
 
 /*
  * Deregistration: unpublish, wait for every user, then unpin and free.
  *
- * After xa_erase() no lookup finds the key, so no new reference can be
+ * After srx_mr_unpublish() no lookup finds the MR (the key is gone, or is
+ * a rereg's replacement's), so no new reference can be
  * taken except by a lookup that loaded the entry just before and then
  * wins refcount_inc_not_zero() against our put; that reference is waited
  * for like the others. Who can hold one, and for how long: only srx's data
@@ -305,7 +465,7 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct srx_mr *mr = to_srx_mr(ibmr);
 
 	might_sleep();
-	xa_erase(&mr->sdev->mr_xa, mr->index);
+	srx_mr_unpublish(mr);
 	srx_mr_put(mr);
 	wait_for_completion(&mr->released);
 	srx_mr_free(mr);
@@ -329,10 +489,24 @@ struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key)
 {
 	struct srx_mr *mr;
 
+	int tries;
+
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, srx_mr_key_index(key));
-	if (mr && (mr->key != key || !refcount_inc_not_zero(&mr->refs)))
-		mr = NULL;
+	/*
+	 * An MR released between the load and the increment was either
+	 * deregistered (its key is gone: the next load finds nothing) or
+	 * replaced by a rereg under the same key: look again. Each turn
+	 * needs a whole rereg meanwhile, so a few are plenty.
+	 */
+	for (tries = 0; tries < 4; tries++) {
+		mr = xa_load(&sdev->mr_xa, srx_mr_key_index(key));
+		if (!mr || mr->key != key)
+			break;
+		if (refcount_inc_not_zero(&mr->refs))
+			goto out;
+	}
+	mr = NULL;
+out:
 	rcu_read_unlock();
 	return mr;
 }

@@ -26,7 +26,8 @@ struct srx_pd {
  * over 24 bits, so it comes back only after 2^24 registrations, and then
  * matches with probability 1/256. The byte that rolls, one registration
  * after the other, is the consumer's key byte of a fast-registration MR
- * (ib_update_fast_reg_key()), which arrives with IB_WR_REG_MR.
+ * (ib_update_fast_reg_key()), which arrives with IB_WR_REG_MR. A rereg
+ * keeps the key: the new srx_mr it builds takes the old one's index.
  */
 struct srx_mr {
 	struct ib_mr base_mr;
@@ -41,7 +42,12 @@ struct srx_mr {
 	u32 key;
 	u32 index;
 	struct srx_mr_grant grant;
-	struct ib_umem *umem;		/* NULL for the DMA MR */
+	/*
+	 * The pin, which the data path never reads: NULL for the DMA MR,
+	 * and once a rereg's replacement over the same pages has taken it
+	 * (mr.c, srx_rereg_user_mr(); registration's calls only).
+	 */
+	struct ib_umem *umem;
 	struct page **pages;		/* NULL for the DMA MR */
 	u64 npages;
 	u32 first_off;
@@ -67,6 +73,9 @@ int srx_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 struct ib_mr *srx_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srx_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			      u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *srx_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				u64 length, u64 iova, int access,
+				struct ib_pd *ibpd, struct ib_udata *udata);
 int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 /*

@@ -127,6 +127,8 @@ if topo_up srx-self && gids; then
 		errcase read_then_nak rcvd_nak
 	ok "srx-self: a READ, then a SEND NAKed at its fifth packet: the READ's bytes, then REM_INV_REQ_ERR" \
 		errcase read_then_nak_mid rcvd_nak
+	ok "srx-self: ibv_rereg_mr under WRITEs, the key kept; refused; new memory; new PD" \
+		errcase rereg
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
@@ -152,6 +154,8 @@ if topo_up srx-srx && gids; then
 		errcase read_then_nak rcvd_nak
 	ok "srx-srx: a READ, then a SEND NAKed at its fifth packet: the READ's bytes, then REM_INV_REQ_ERR" \
 		errcase read_then_nak_mid rcvd_nak
+	ok "srx-srx: ibv_rereg_mr under WRITEs, the key kept; refused; new memory; new PD" \
+		errcase rereg
 	# b's egress drops everything while the case says so (its ACKs).
 	egress_drops b
 	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \

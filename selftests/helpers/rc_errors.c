@@ -67,6 +67,15 @@
  *                  the same with a 16-packet SEND into a 1 KiB receive:
  *                  the READ's bytes, then REM_INV_REQ_ERR (the NAK names
  *                  the SEND's fifth packet), b's receive LOC_LEN_ERR
+ *   rereg          a thread of b re-registers an MR (ibv_rereg_mr) over
+ *                  and over while a's 128 WRITEs of 8 KiB land in it:
+ *                  all complete, the bytes land, the key stays; a rereg
+ *                  refused (PROT_NONE memory: EFAULT; MW_BIND:
+ *                  EOPNOTSUPP) leaves the MR working; CHANGE_TRANSLATION
+ *                  moves the key's WRITEs to the new buffer, the old one
+ *                  untouched; a read-only MR made writable takes WRITEs;
+ *                  after CHANGE_PD the key is refused (REM_ACCESS_ERR),
+ *                  and the new PD is busy until the MR goes
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -84,6 +93,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1221,6 +1231,203 @@ static bool t_read_then_nak_mid(struct pair *p)
 	return true;
 }
 
+#define REREG_LEN	(128 * 1024)
+
+/* a WRITEs @n bytes of sa.buf (from @off) to @raddr with @rkey: @st. */
+static bool rereg_write(struct pair *p, uint32_t off, uint32_t n,
+			uint64_t raddr, uint32_t rkey, uint64_t wr_id,
+			enum ibv_wc_status st)
+{
+	struct ibv_wc wc;
+
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf + off, n, sa.mr->lkey,
+			 raddr, rkey, wr_id), "post %llu",
+	      (unsigned long long)wr_id);
+	CHECK(wait_wc(&sa, p->a, &wc, 5000), "WRITE %llu: no completion",
+	      (unsigned long long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "WRITE %llu: %s, wanted %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(st));
+	return true;
+}
+
+struct rereg_thread {
+	struct ibv_mr *mr;
+	int access;
+	int stop, count, err;
+};
+
+static void *rereg_loop(void *arg)
+{
+	struct rereg_thread *t = arg;
+
+	while (!__atomic_load_n(&t->stop, __ATOMIC_RELAXED)) {
+		if (ibv_rereg_mr(t->mr, IBV_REREG_MR_CHANGE_ACCESS |
+				 IBV_REREG_MR_CHANGE_PD, t->mr->pd, NULL, 0,
+				 t->access)) {
+			t->err = errno ? errno : EIO;
+			break;
+		}
+		__atomic_fetch_add(&t->count, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static bool rereg_run(struct pair *p, uint8_t *old_buf, uint8_t *new_buf,
+		      void *none, struct ibv_mr **mrp, struct ibv_pd **pd2p)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_pd *pd2 = *pd2p;
+	struct rereg_thread rr;
+	struct ibv_mr *mr, *ro;
+	struct ibv_wc wc;
+	uint32_t key, i, round;
+	int r, during;
+	bool ok = true;
+	pthread_t th;
+
+	mr = ibv_reg_mr(sb.pd, old_buf, REREG_LEN, access);
+	CHECK(mr, "reg_mr: %s", strerror(errno));
+	*mrp = mr;
+	key = mr->rkey;
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	for (i = 0; i < REREG_LEN; i++)
+		sa.buf[i] = (uint8_t)(i * 13 + 5);
+	memset(old_buf, 0, REREG_LEN);
+	memset(new_buf, 0, REREG_LEN);
+
+	/*
+	 * The data path meets the swap: a thread re-registers (the rights,
+	 * unchanged, and the PD, the same) for as long as 8 rounds of 16
+	 * WRITEs (the send queue's depth, qp_new()) take to land.
+	 */
+	rr.mr = mr;
+	rr.access = access;
+	rr.stop = 0;
+	rr.count = 0;
+	rr.err = 0;
+	CHECK(!pthread_create(&th, NULL, rereg_loop, &rr), "thread");
+	for (round = 0; round < 8 && ok; round++) {
+		for (i = 0; i < 16 && ok; i++)
+			ok = !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf + i * 8192,
+					8192, sa.mr->lkey,
+					(uintptr_t)old_buf + i * 8192, key,
+					100 + i);
+		for (i = 0; i < 16 && ok; i++) {
+			ok = wait_wc(&sa, p->a, &wc, 5000) &&
+			     wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 + i;
+			if (!ok)
+				printf("# round %u, WRITE %u: %s\n", round, i,
+				       ibv_wc_status_str(wc.status));
+		}
+	}
+	during = __atomic_load_n(&rr.count, __ATOMIC_RELAXED);
+	__atomic_store_n(&rr.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	CHECK(ok, "WRITEs during reregs");
+	CHECK(!rr.err, "rereg under traffic: %d (%s)", rr.err,
+	      strerror(rr.err));
+	CHECK(during > 0, "no rereg ran while the WRITEs did");
+	printf("# %d reregs during 128 WRITEs\n", during);
+	CHECK(mr->rkey == key && mr->lkey == key, "key %#x/%#x, was %#x",
+	      mr->lkey, mr->rkey, key);
+	CHECK(!memcmp(old_buf, sa.buf, REREG_LEN), "bytes differ");
+
+	/*
+	 * Refused, for memory that cannot be pinned and for a right the
+	 * device lacks: the MR stays as it was.
+	 */
+	errno = 0;
+	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, none,
+			 4096, 0);
+	CHECK(r == IBV_REREG_MR_ERR_CMD && errno == EFAULT,
+	      "rereg onto PROT_NONE: %d (%s)", r, strerror(errno));
+	errno = 0;
+	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			 access | IBV_ACCESS_MW_BIND);
+	CHECK(r == IBV_REREG_MR_ERR_CMD && errno == EOPNOTSUPP,
+	      "rereg with MW_BIND: %d (%s)", r, strerror(errno));
+	memset(old_buf, 0, 64);
+	if (!rereg_write(p, 0, 64, (uintptr_t)old_buf, key, 200,
+			 IBV_WC_SUCCESS))
+		return false;
+	CHECK(!memcmp(old_buf, sa.buf, 64), "refused rereg: bytes differ");
+
+	/* New memory under the same key. */
+	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, new_buf,
+			 REREG_LEN, 0);
+	CHECK(!r && mr->rkey == key, "rereg translation: %d (%s), key %#x",
+	      r, strerror(errno), mr->rkey);
+	memset(old_buf, 0, REREG_LEN);
+	if (!rereg_write(p, 4096, 8192, (uintptr_t)new_buf + 100, key, 201,
+			 IBV_WC_SUCCESS))
+		return false;
+	CHECK(!memcmp(new_buf + 100, sa.buf + 4096, 8192), "new: bytes differ");
+	for (i = 0; i < REREG_LEN; i++)
+		CHECK(!old_buf[i], "old buffer written at %u", i);
+
+	/* Read-only to writable: pinned again, for writing. */
+	ro = ibv_reg_mr(sb.pd, old_buf, 4096, IBV_ACCESS_REMOTE_READ);
+	CHECK(ro, "reg_mr read-only: %s", strerror(errno));
+	r = ibv_rereg_mr(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, access);
+	ok = !r && rereg_write(p, 0, 64, (uintptr_t)old_buf + 8, ro->rkey, 203,
+			       IBV_WC_SUCCESS) &&
+	     !memcmp(old_buf + 8, sa.buf, 64);
+	if (ibv_dereg_mr(ro))
+		ok = false;
+	CHECK(ok, "read-only MR made writable: rereg %d, bytes %s", r,
+	      memcmp(old_buf + 8, sa.buf, 64) ? "differ" : "landed");
+
+	/* Another PD: the QP's PD no longer matches the key's MR. */
+	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	CHECK(!r && mr->rkey == key && mr->pd == pd2, "rereg pd: %d (%s)", r,
+	      strerror(errno));
+	memset(new_buf, 0, 64);
+	if (!rereg_write(p, 0, 64, (uintptr_t)new_buf, key, 202,
+			 IBV_WC_REM_ACCESS_ERR))
+		return false;
+	for (i = 0; i < 64; i++)
+		CHECK(!new_buf[i], "another PD's MR written at %u", i);
+	r = ibv_dealloc_pd(pd2);
+	if (!r)
+		*pd2p = NULL;
+	CHECK(r == EBUSY, "dealloc of the MR's PD: %d, not EBUSY", r);
+	return true;
+}
+
+static bool t_rereg(struct pair *p)
+{
+	uint8_t *old_buf = NULL, *new_buf = NULL;
+	void *none = MAP_FAILED;
+	struct ibv_mr *mr = NULL;
+	struct ibv_pd *pd2;
+	bool ok = false;
+
+	pd2 = ibv_alloc_pd(sb.ctx);
+	CHECK(pd2, "alloc_pd: %s", strerror(errno));
+	old_buf = aligned_alloc(4096, REREG_LEN);
+	new_buf = aligned_alloc(4096, REREG_LEN);
+	none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (old_buf && new_buf && none != MAP_FAILED)
+		ok = rereg_run(p, old_buf, new_buf, none, &mr, &pd2);
+	else
+		printf("# buffers: %s\n", strerror(errno));
+	pair_down(p);
+	if (mr && ibv_dereg_mr(mr)) {
+		printf("# dereg_mr: %s\n", strerror(errno));
+		ok = false;
+	}
+	if (pd2 && ibv_dealloc_pd(pd2)) {
+		printf("# dealloc_pd after dereg: %s\n", strerror(errno));
+		ok = false;
+	}
+	free(old_buf);
+	free(new_buf);
+	if (none != MAP_FAILED)
+		munmap(none, 4096);
+	return ok;
+}
+
 /* @qp's sq_psn and rq_psn as ibv_query_qp() reports them. */
 static bool query_psns(struct ibv_qp *qp, uint32_t *sq, uint32_t *rq)
 {
@@ -1310,6 +1517,7 @@ static const struct {
 	{ "read_then_nak", t_read_then_nak },
 	{ "read_then_nak_mid", t_read_then_nak_mid },
 	{ "dup_ack_psn", t_dup_ack_psn },
+	{ "rereg", t_rereg },
 };
 
 int main(int argc, char **argv)

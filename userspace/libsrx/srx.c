@@ -81,6 +81,22 @@ static struct ibv_mr *srx_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &vmr->ibv_mr;
 }
 
+/*
+ * The key stays (srx.ko swaps the MR under it, kernel/mr.c); the command
+ * returns it anyway, as it may change on other devices. The IOVA follows
+ * the address, as ibv_reg_mr()'s does.
+ */
+static int srx_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static int srx_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -164,6 +180,7 @@ static const struct verbs_context_ops srx_ctx_ops = {
 	.query_port = srx_query_port,
 	.query_qp = srx_query_qp,
 	.reg_mr = srx_reg_mr,
+	.rereg_mr = srx_rereg_mr,
 	.req_notify_cq = srx_req_notify_cq,
 	.resize_cq = srx_resize_cq,
 };

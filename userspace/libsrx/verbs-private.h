@@ -520,6 +520,7 @@ VERBS_PRIV_CMD(ibv_get_context, ib_uverbs_get_context);
 VERBS_PRIV_CMD(ibv_query_port, ib_uverbs_query_port);
 VERBS_PRIV_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd);
 VERBS_PRIV_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
+VERBS_PRIV_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
 VERBS_PRIV_CMD(ibv_create_cq, ib_uverbs_create_cq);
 VERBS_PRIV_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 VERBS_PRIV_CMD(ibv_create_qp, ib_uverbs_create_qp);
@@ -616,6 +617,15 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   uint64_t hca_va, int access, struct verbs_mr *vmr,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+/*
+ * cmd.c: REREG_MR, write() only; sets the handle and flags itself, and on
+ * success the new keys (and, with CHANGE_PD, the context).
+ */
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 /* cmd_mr.c: ioctl, write() fallback. */
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 
