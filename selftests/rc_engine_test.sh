@@ -129,6 +129,8 @@ if topo_up srx-self && gids; then
 		errcase read_then_nak_mid rcvd_nak
 	ok "srx-self: ibv_rereg_mr under WRITEs, the key kept; refused; new memory; new PD" \
 		errcase rereg
+	ok "srx-self: a QP failed, reset and connected again carries SENDs" \
+		errcase reset_reuse
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else

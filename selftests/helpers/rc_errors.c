@@ -76,6 +76,10 @@
  *                  untouched; a read-only MR made writable takes WRITEs;
  *                  after CHANGE_PD the key is refused (REM_ACCESS_ERR),
  *                  and the new PD is busy until the MR goes
+ *   reset_reuse    a's WRITE fails (wrong rkey); both QPs go through
+ *                  RESET and connect again on the same PSNs, as
+ *                  rdma-core's test_mr.py restates its QPs: 10 SENDs
+ *                  then complete on both sides
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -1231,6 +1235,54 @@ static bool t_read_then_nak_mid(struct pair *p)
 	return true;
 }
 
+/* @qp back through RESET to INIT, as it was after qp_new(). */
+static int qp_reinit(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+		return -1;
+	attr = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
+				     .qp_access_flags = RC_ACCESS_ALL };
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static bool t_reset_reuse(struct pair *p)
+{
+	struct ibv_wc wc;
+	uint32_t i;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 64, sa.mr->lkey,
+			 (uintptr_t)sb.buf, sb.mr->rkey ^ 0x80, 1) &&
+	      !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 64, sa.mr->lkey,
+			 (uintptr_t)sb.buf, sb.mr->rkey, 2), "post");
+	if (!expect_error_then_flush(p, IBV_WC_REM_ACCESS_ERR, 5000))
+		return false;
+	/* As rdma-core's test_mr.py restates its QPs: the same PSNs again. */
+	CHECK(!qp_reinit(p->a) && !qp_reinit(p->b), "reset: %s",
+	      strerror(errno));
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, &conn_default) &&
+	      !qp_connect(p->b, &sb, &sa, p->a->qp_num, &conn_default),
+	      "reconnect: %s", strerror(errno));
+	for (i = 0; i < 10; i++) {
+		CHECK(!post_recv(p->b, sb.buf + i * 64, 64, sb.mr->lkey, 10 + i),
+		      "recv %u", i);
+		CHECK(!post_send(p->a, IBV_WR_SEND, sa.buf + i * 64, 64,
+				 sa.mr->lkey, 0, 0, 20 + i), "send %u", i);
+		CHECK(wait_wc(&sa, p->a, &wc, 5000), "send %u: no completion", i);
+		CHECK(wc.wr_id == 20 + i && wc.status == IBV_WC_SUCCESS,
+		      "send %u: wr_id %llu %s", i, (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+		CHECK(wait_wc(&sb, p->b, &wc, 5000), "recv %u: no completion", i);
+		CHECK(wc.wr_id == 10 + i && wc.status == IBV_WC_SUCCESS,
+		      "recv %u: wr_id %llu %s", i, (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+	}
+	return true;
+}
+
 #define REREG_LEN	(128 * 1024)
 
 /* a WRITEs @n bytes of sa.buf (from @off) to @raddr with @rkey: @st. */
@@ -1518,6 +1570,7 @@ static const struct {
 	{ "read_then_nak_mid", t_read_then_nak_mid },
 	{ "dup_ack_psn", t_dup_ack_psn },
 	{ "rereg", t_rereg },
+	{ "reset_reuse", t_reset_reuse },
 };
 
 int main(int argc, char **argv)
