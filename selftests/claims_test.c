@@ -469,7 +469,8 @@ TEST_F(claims, counters_count_exactly)
 	ASSERT_EQ(0, read_counters(&c1));
 	EXPECT_EQ(EVENT_N, c1.events - c0.events);
 	EXPECT_EQ(EVENT_N + 1, c1.flushed - c0.flushed);
-	EXPECT_EQ(0, c1.doorbells - c0.doorbells);
+	/* srx_flush_recvs() posts into the QP left in ERR: one doorbell each */
+	EXPECT_EQ(EVENT_N + 1, c1.doorbells - c0.doorbells);
 }
 
 /* ------------------------------------------------------------------ */

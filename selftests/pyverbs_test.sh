@@ -26,11 +26,10 @@ suite=/usr/share/doc/rdma-core/tests
 python=/usr/bin/python3
 # The API tests, then the RC traffic tests that pass or skip with a known
 # reason below; Documentation/pyverbs-skips.md lists what is left out and why
-# (the UD tests: srx has no address handles yet; two MR tests that want a
-# QP's completions gone from its CQ once it is reset).
+# (the UD tests: srx has no address handles yet).
 default_tests=(test_device test_pd test_cq.CQAPITest test_cqex.CQEXAPITest
 	test_qp test_atomic test_cq_events.CqEventsTestCase.test_cq_events_rc
-	test_mr.MRTest.test_mr_rereg_{access,access_bad_flow}
+	test_mr.MRTest.test_mr_rereg_{access,access_bad_flow,pd,addr}
 	test_mr.MRTest.test_reg_mr_bad_flags test_mr.MWTest
 	test_mr.DeviceMemoryAPITest test_mr.DeviceMemoryTest
 	test_mr.DmaBufMRTest test_mr.DmaBufTestCase

@@ -111,6 +111,9 @@ static inline uint64_t srx_test_now_ns(void)
 struct srx_flusher {
 	struct ibv_qp *qp;
 	uint32_t rq_size;
+	/* what the QP was created with, to create another */
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
 };
 
 static inline int srx_qp_move(struct ibv_qp *qp, enum ibv_qp_state state)
@@ -149,6 +152,9 @@ static inline int srx_flusher_create(struct srx_flusher *f, struct ibv_pd *pd,
 	if (!f->qp)
 		return errno;
 	f->rq_size = rq_size;
+	f->pd = pd;
+	f->scq = scq;
+	f->rcq = rcq;
 	return 0;
 }
 
@@ -162,39 +168,91 @@ static inline int srx_flusher_destroy(struct srx_flusher *f)
 
 /*
  * Produce @n receive completions (flushed) on the QP's receive CQ, with
- * wr_id = @first, @first + 1, ... in order. Cycles the QP through RESET,
- * INIT and ERR in chunks of its receive queue size. Returns 0 or an errno
- * value. The completions may arrive asynchronously on other devices: use
+ * wr_id = @first, @first + 1, ... in order. Returns 0 or an errno value.
+ * The completions may arrive asynchronously on other devices: use
  * srx_wait_cqes() to wait for them.
+ *
+ * On srx the QP is kept in the error state, where a list of receives is
+ * flushed by the doorbell of its ibv_post_recv(). Each receive keeps its
+ * slot until its completion is polled, so once the QP holds rq_size
+ * unpolled completions a new QP takes over: the old one is destroyed,
+ * which leaves its completions in the CQ, where a RESET would remove them
+ * (libsrx, as mlx5). Other devices (rxe) keep a reset QP's completions and
+ * do not complete receives posted in ERR: there the QP is cycled through
+ * RESET, INIT and ERR, in chunks of its receive queue size.
  */
-static inline int srx_flush_recvs(struct srx_flusher *f, uint64_t first,
-				  uint64_t n)
+static inline int srx_flush_chunk(struct srx_flusher *f, uint64_t first,
+				  uint32_t n, struct ibv_recv_wr *wrs,
+				  uint32_t *posted)
 {
-	struct ibv_recv_wr wr, *bad;
+	struct ibv_qp_init_attr init;
+	struct ibv_recv_wr *bad = NULL;
+	struct ibv_qp_attr attr;
+	bool in_err;
+	uint32_t i;
 	int ret;
 
-	while (n) {
-		uint64_t chunk = n < f->rq_size ? n : f->rq_size, i;
-
+	*posted = 0;
+	ret = ibv_query_qp(f->qp, &attr, IBV_QP_STATE, &init);
+	if (ret)
+		return ret;
+	in_err = srx_test_is_srx() && attr.qp_state == IBV_QPS_ERR;
+	if (!in_err) {
 		ret = srx_qp_move(f->qp, IBV_QPS_RESET);
 		if (!ret)
 			ret = srx_qp_move(f->qp, IBV_QPS_INIT);
 		if (ret)
 			return ret;
-		for (i = 0; i < chunk; i++) {
-			memset(&wr, 0, sizeof(wr));
-			wr.wr_id = first + i;
-			ret = ibv_post_recv(f->qp, &wr, &bad);
-			if (ret)
-				return ret;
-		}
-		ret = srx_qp_move(f->qp, IBV_QPS_ERR);
-		if (ret)
-			return ret;
-		first += chunk;
-		n -= chunk;
 	}
-	return 0;
+	for (i = 0; i < n; i++) {
+		memset(&wrs[i], 0, sizeof(wrs[i]));
+		wrs[i].wr_id = first + i;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+	}
+	ret = ibv_post_recv(f->qp, wrs, &bad);
+	if (!ret)
+		*posted = n;
+	else if (bad)
+		*posted = (uint32_t)(bad - wrs);
+	if (!in_err) {
+		int err = srx_qp_move(f->qp, IBV_QPS_ERR);
+
+		if (!ret)
+			ret = err;
+	}
+	return ret;
+}
+
+/* srx: a new QP in place of one whose slots wait for polls. */
+static inline int srx_flusher_renew(struct srx_flusher *f)
+{
+	struct ibv_pd *pd = f->pd;
+	struct ibv_cq *scq = f->scq, *rcq = f->rcq;
+	int ret = srx_flusher_destroy(f);
+
+	return ret ? ret : srx_flusher_create(f, pd, scq, rcq, f->rq_size);
+}
+
+static inline int srx_flush_recvs(struct srx_flusher *f, uint64_t first,
+				  uint64_t n)
+{
+	uint32_t max = f->rq_size, posted;
+	struct ibv_recv_wr *wrs;
+	int ret = 0;
+
+	wrs = calloc(max, sizeof(*wrs));
+	if (!wrs)
+		return ENOMEM;
+	while (n && !ret) {
+		ret = srx_flush_chunk(f, first, n < max ? n : max, wrs,
+				      &posted);
+		first += posted;
+		n -= posted;
+		if (ret == ENOMEM && srx_test_is_srx())
+			ret = posted ? 0 : srx_flusher_renew(f);
+	}
+	free(wrs);
+	return ret;
 }
 
 /*

@@ -702,6 +702,64 @@ TEST(poll_loops_take_each_cqe_once_across_the_wrap)
 	ring_fini(&r);
 }
 
+/*
+ * Cleaning a reset QP out of an 8-entry ring whose indices wrap: every
+ * pattern of which pending CQEs are the QP's (bit k of @mask: the k-th
+ * pending one is), at every fill level. The look finds the QP exactly when
+ * it has a CQE pending; the compaction drops exactly those, keeps the
+ * others in order at the top, and a poll from the moved-up index returns
+ * them and nothing else.
+ */
+TEST(clean_drops_one_qp_and_keeps_the_rest_in_order)
+{
+	static const uint32_t starts[] = { 0, 3, UINT32_MAX - 5, UINT32_MAX };
+	const uint32_t qpn = 0x00abcdef;
+	uint32_t s, fill, mask;
+	struct ring r;
+
+	ASSERT_EQ(0, ring_init(&r, 8, 0));
+	for (s = 0; s < ARRAY_LEN(starts); s++) {
+		const uint32_t start = starts[s];
+
+		for (fill = 0; fill <= 8; fill++) {
+			for (mask = 0; mask < 1u << fill; mask++) {
+				uint32_t k, removed, kept = 0;
+				struct ibv_wc wc[8];
+
+				for (k = 0; k < fill; k++) {
+					distinct_cqe(&r.cqes[(start + k) & 7], k);
+					if (mask & 1u << k)
+						r.cqes[(start + k) & 7].qp_num = qpn;
+				}
+				r.ctrl->cons = start;
+				r.ctrl->prod = start + fill;
+				EXPECT_EQ(mask != 0,
+					  srx_cq_holds_qp(&r.view, start, qpn));
+				removed = srx_cq_compact(&r.view, start, fill,
+							 qpn);
+				EXPECT_EQ((uint32_t)__builtin_popcount(mask),
+					  removed);
+				r.ctrl->cons = (uint32_t)(start + removed);
+				EXPECT_FALSE(srx_cq_holds_qp(&r.view,
+							     start + removed,
+							     qpn));
+				ASSERT_EQ((int)(fill - removed),
+					  srx_cq_poll_wc(&r.view, 8, wc));
+				for (k = 0; k < fill; k++) {
+					struct srx_cqe want;
+
+					if (mask & 1u << k)
+						continue;
+					distinct_cqe(&want, k);
+					expect_wc(_metadata, &want, &wc[kept++]);
+				}
+				EXPECT_EQ(start + fill, (uint32_t)r.ctrl->cons);
+			}
+		}
+	}
+	ring_fini(&r);
+}
+
 TEST(arm_next_skips_fired_and_wraps_in_31_bits)
 {
 	uint64_t seed = 42;

@@ -13,6 +13,9 @@
  *                       may overwrite those slots.
  *  srx_claim_cons()     U2 for concurrent consumers: a compare-and-swap with
  *                       release on success.
+ *  srx_seal_cons()      the same with acquire too: a consumer that edits the
+ *                       ring it sealed (cleaning a reset QP's CQEs) makes
+ *                       no store of the edit visible before the seal.
  *  srx_arm_fence()      U3: the arm-word store is ordered before the next
  *                       load of prod (and of the consumer word); pairs with
  *                       the kernel's smp_mb() between publishing prod and
@@ -83,6 +86,13 @@ static inline bool srx_claim_cons(uint64_t *cons, uint64_t *expected,
 {
 	return __atomic_compare_exchange_n(cons, expected, desired, false,
 					   __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+}
+
+static inline bool srx_seal_cons(uint64_t *cons, uint64_t *expected,
+				 uint64_t desired)
+{
+	return __atomic_compare_exchange_n(cons, expected, desired, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 static inline uint64_t srx_load_cons(const uint64_t *cons)

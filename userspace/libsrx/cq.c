@@ -1093,6 +1093,85 @@ static int srx_resize_step(struct ibv_cq *ibcq, int cqe, enum srx_resize_op op,
 }
 
 /*
+ * A QP of @cq moved to RESET: drop its CQEs that are still to be polled, as
+ * rdma-core's mlx5 provider does (mlx5_modify_qp() calls mlx5_cq_clean()),
+ * so that what the QP does after RESET is not mistaken for what came
+ * before. rdma-core's tests restate a failed QP this way and then expect
+ * only new completions (tests/test_mr.py, restate_qps()). The kernel writes
+ * nothing more of the QP once the modify has returned (design.md,
+ * "Completions of a reset QP"). Only the consumers here can edit the ring,
+ * and only between the consumer index and prod, where the kernel does not
+ * write.
+ *
+ * Usually nothing of the QP is left: a look finds that without a lock or
+ * a store. Otherwise, as resize does, other consumers are kept out: the
+ * resize mutex, the bias revoked if another thread owns it, and the
+ * consumer word sealed with the index kept in its low half, which the
+ * kernel reads for its room. Pollers that meet the seal wait for it to go
+ * (srx_cq_wait_resize(), resizing set), and a poll that copied CQEs before
+ * the seal fails its compare-and-swap. The compacted range is published
+ * with the new index by a store-release.
+ *
+ * A work request of another QP whose CQE moved up by k slots is counted
+ * free (U5) when the consumer index passes the CQE's old index, up to k
+ * completions before its own is polled. k is at most the number dropped,
+ * whose QP's slots RESET had all freed already, so the CQ can hold no
+ * more unpolled CQEs than before the clean.
+ *
+ * A SINGLE_THREADED CQ has one thread touching it; a poll sequence of its
+ * cq_ex interface open across the modify is left alone.
+ */
+void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
+{
+	struct srx_cq_ring *ring;
+	uint64_t word, sealed;
+	uint32_t cons, removed;
+	bool found;
+
+	if (cq->single_threaded) {
+		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+		if (cq->cur)
+			return;
+		removed = srx_cq_compact(&ring->view, cq->cons,
+					 srx_cq_ready(&ring->view, cq->cons),
+					 qpn);
+		if (removed) {
+			cq->cons += removed;
+			srx_cq_release(&ring->view, cq->cons);
+		}
+		return;
+	}
+
+	ring = srx_cq_hold_ring(cq);
+	word = srx_load_cons(ring->view.cons);
+	found = SRX_CONS_SEAL(word) ||
+		srx_cq_holds_qp(&ring->view, SRX_CONS_INDEX(word), qpn);
+	srx_cq_drop_ring();
+	if (!found)
+		return;
+
+	pthread_mutex_lock(&cq->resize_mutex);
+	srx_cq_exclude_owner(cq);
+	atomic_store_explicit(&cq->resizing, true, memory_order_release);
+	ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
+	word = srx_load_cons(ring->view.cons);
+	do {
+		/* only resize seals, and it waits for the mutex */
+		if (SRX_CONS_SEAL(word))
+			goto out;
+		cons = SRX_CONS_INDEX(word);
+		sealed = (uint64_t)SRX_CQ_CONS_SEALED << 32 | cons;
+	} while (!srx_seal_cons(ring->view.cons, &word, sealed));
+
+	removed = srx_cq_compact(&ring->view, cons,
+				 srx_cq_ready(&ring->view, cons), qpn);
+	srx_publish_cons(ring->view.cons, (uint32_t)(cons + removed));
+out:
+	atomic_store_explicit(&cq->resizing, false, memory_order_release);
+	pthread_mutex_unlock(&cq->resize_mutex);
+}
+
+/*
  * Two steps (srx-abi.h): the kernel prepares a ring, we map it, and only
  * then does the kernel move the pending CQEs over and switch. If the new
  * ring cannot be mapped the CQ keeps working on the old one. A failed

@@ -234,6 +234,51 @@ static inline bool srx_cq_sealed(const struct srx_cq_view *v)
 }
 
 /*
+ * Cleaning a QP's CQEs out of the ring when it moves to RESET (cq.c,
+ * srx_cq_clean_qp()). First a look, which changes nothing and may race
+ * with anyone: does a CQE of QP @qpn sit at or above @cons? A CQE at or
+ * above the consumer index is never rewritten by the kernel, so an
+ * unpolled one is seen; what another consumer took meanwhile may be seen
+ * too, or torn, and then the caller merely takes the slow path for
+ * nothing.
+ */
+static inline bool srx_cq_holds_qp(const struct srx_cq_view *v, uint32_t cons,
+				   uint32_t qpn)
+{
+	uint32_t n = srx_cq_ready(v, cons), i;
+
+	for (i = 0; i < n; i++)
+		if (srx_load_relaxed(&srx_cq_slot(v, cons + i)->qp_num) == qpn)
+			return true;
+	return false;
+}
+
+/*
+ * Then, with every other consumer kept out of [@cons, @cons + @n), which
+ * the kernel does not write either: drop the CQEs of @qpn, moving each of
+ * the others up by the number dropped below it, top-down as rdma-core's
+ * mlx5 provider does (mlx5_cq_clean(), providers/mlx5/cq.c). The order of
+ * what stays is kept, and the consumer index must then move up by the
+ * count returned, past the slots left behind at the bottom.
+ */
+static inline uint32_t srx_cq_compact(const struct srx_cq_view *v,
+				      uint32_t cons, uint32_t n, uint32_t qpn)
+{
+	uint32_t removed = 0, i;
+
+	for (i = n; i-- > 0;) {
+		struct srx_cqe *cqe = srx_cq_slot(v, cons + i);
+
+		if (cqe->qp_num == qpn)
+			removed++;
+		else if (removed)
+			memcpy(srx_cq_slot(v, cons + i + removed), cqe,
+			       sizeof(*cqe));
+	}
+	return removed;
+}
+
+/*
  * Put, in one step, a placeholder over a retired ring's mapping at @base:
  * anonymous memory (which releases the kernel's pages) whose consumer word,
  * at @cons_off, reads sealed. A poller that loaded the old word before the

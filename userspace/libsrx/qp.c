@@ -257,6 +257,9 @@ int srx_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	    attr->qp_state == IBV_QPS_RESET) {
 		srx_wq_reset(&qp->sq);
 		srx_wq_reset(&qp->rq);
+		srx_cq_clean_qp(qp->sq.cq, ibqp->qp_num);
+		if (qp->rq.cq != qp->sq.cq)
+			srx_cq_clean_qp(qp->rq.cq, ibqp->qp_num);
 	}
 	return ret;
 }

@@ -214,6 +214,7 @@ int srx_destroy_cq(struct ibv_cq *ibcq);
 int srx_resize_cq(struct ibv_cq *ibcq, int cqe);
 int srx_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc);
 int srx_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn);
 
 /* qp.c */
 struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);

@@ -61,7 +61,8 @@
  *      for them never overruns, however eagerly the kernel takes WQEs; as
  *      mlx5 and rxe, which free a slot only when its completion is seen.
  *      Moving the QP to RESET drops every WQE (done = cons = prod) and
- *      frees every slot, whatever completions are left in the CQ.
+ *      frees every slot; libsrx then removes the QP's completions from
+ *      its CQs, between cons and prod, where the kernel does not write.
  *   Doorbell (no lost flush): the kernel stores state, issues smp_mb() and
  *   reads prod; userspace publishes prod (U4), issues a full barrier and
  *   reads state. If it sees SRX_QP_STATE_ERR it rings the doorbell (a
