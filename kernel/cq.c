@@ -746,19 +746,50 @@ static void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ib_qp *qp,
 		wc->wc_flags |= IB_WC_IP_CSUM_OK;
 }
 
+/*
+ * Kernel CQs: forget the CQEs of @qp still waiting to be polled, when it is
+ * reset or destroyed, so that ib_poll_cq() never returns a QP that is gone
+ * (mlx5_ib cleans a destroyed QP's CQEs too, destroy_qp_common()) nor one
+ * that came before a reset. Each stays in its slot with no QP, and the poll
+ * steps over it. libsrx cleans user CQs itself (userspace/libsrx/cq.c).
+ *
+ * Context: process; the caller has stopped @qp's engine, so nothing of it
+ * is posted after this. Takes cq->lock, as srx_cq_post() does.
+ */
+void srx_cq_clean_qp(struct srx_cq *cq, struct ib_qp *qp)
+{
+	struct srx_cq_ring *ring;
+	unsigned long flags;
+	u32 idx, left, slot;
+
+	if (cq->is_user)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	/* At most the ring's entries (a resize's old ring: more pending) */
+	left = cq->prod - cq->kcons;
+	for (idx = cq->kcons; left; idx++, left--) {
+		ring = srx_cq_unmoved(cq, idx) ? cq->old : cq->ring;
+		slot = idx & (ring->entries - 1);
+		if (ring->kqp[slot] == qp)
+			ring->kqp[slot] = NULL;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 /* Kernel CQs only: user CQs are polled by libsrx from the mapped ring. */
 int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct srx_cq *cq = to_srx_cq(ibcq);
 	struct srx_cq_ring *ring;
 	unsigned long flags;
+	u32 slot, start;
 	int n = 0;
-	u32 slot;
 
 	if (cq->is_user)
 		return -EINVAL;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->kcons;
 	while (n < num_entries && cq->kcons != cq->prod) {
 		/*
 		 * A resize in progress may not have moved this one yet: take
@@ -772,11 +803,14 @@ int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			cq->move_next++;
 		}
 		slot = cq->kcons & (ring->entries - 1);
-		srx_cqe_to_wc(&ring->cqes[slot], ring->kqp[slot], &wc[n]);
 		cq->kcons++;
+		/* Cleaned: its QP was reset or destroyed (srx_cq_clean_qp()). */
+		if (!ring->kqp[slot])
+			continue;
+		srx_cqe_to_wc(&ring->cqes[slot], ring->kqp[slot], &wc[n]);
 		n++;
 	}
-	if (n)
+	if (cq->kcons != start)
 		smp_store_release(&cq->ring->ctrl->cons, (u64)cq->kcons);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;

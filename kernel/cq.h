@@ -103,6 +103,7 @@ int srx_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int srx_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+void srx_cq_clean_qp(struct srx_cq *cq, struct ib_qp *qp);
 int srx_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 /*
  * Where a work queue records the completions of its WQEs (K5 of

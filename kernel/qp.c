@@ -567,6 +567,22 @@ err_count:
 }
 
 /*
+ * A kernel QP's completions still in its CQs go at RESET and destroy
+ * (cq.c, srx_cq_clean_qp()); libsrx does the same for user CQs at RESET.
+ */
+static void srx_qp_clean_cqs(struct srx_qp *qp)
+{
+	struct ib_qp *ibqp = &qp->base_qp;
+
+	if (qp->is_user)
+		return;
+	if (ibqp->send_cq)
+		srx_cq_clean_qp(to_srx_cq(ibqp->send_cq), ibqp);
+	if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+		srx_cq_clean_qp(to_srx_cq(ibqp->recv_cq), ibqp);
+}
+
+/*
  * Destroy: stop, drain, free (../shared/ROCE.md, rxe's record). After the
  * erase no packet finds the QP; dead, set under both engine locks, keeps
  * every path inside the engine from queueing work or arming a timer, so
@@ -574,9 +590,10 @@ err_count:
  * initial reference goes and destroy waits for the others: packets still
  * being processed in softirq (recv.c) and skbs in flight, whose
  * destructors drop theirs. Only then are the rings, the responder
- * resources and the requests held for resp_work freed. rmmod cannot
- * overtake an skb destructor: the device's dealloc follows every QP's
- * destroy.
+ * resources and the requests held for resp_work freed, and a kernel QP's
+ * completions left in its CQs forgotten, which would otherwise hand the
+ * freed QP to ib_poll_cq(). rmmod cannot overtake an skb destructor: the
+ * device's dealloc follows every QP's destroy.
  *
  * Context: process; sleeps.
  */
@@ -601,6 +618,7 @@ int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->released);
 	/* Requests held for resp_work (resp.c): none is added once dead. */
 	__skb_queue_purge(&qp->resp.held);
+	srx_qp_clean_cqs(qp);
 
 	kfree(qp->resp.res);
 	srx_wq_free(&qp->rq);
@@ -923,6 +941,7 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 		if (next == IB_QPS_RESET) {
 			srx_qp_engine_reset(qp);
+			srx_qp_clean_cqs(qp);
 		} else if (next == IB_QPS_ERR) {
 			srx_qp_flush(qp, true);
 		} else if (next == IB_QPS_RTS && cur == IB_QPS_SQD) {

@@ -7,9 +7,12 @@
  * pending CQEs in batches while producers keep posting to the new ring and
  * ib_poll_cq() takes the CQEs not yet moved from the old one (kernel/cq.c,
  * srx_cq_switch_ring()). This module checks that from inside the kernel:
- *  - a producer thread cycles one RC QP through RESET, INIT (posting
- *    receives with increasing wr_ids) and ERR, which flushes them into the
- *    CQ, and keeps at most WINDOW of them outstanding;
+ *  - a producer thread posts receives with increasing wr_ids to one RC QP,
+ *    the first chunk in INIT before the move to ERR flushes it, the rest
+ *    into the QP in ERR, where srx's send work flushes them into the CQ
+ *    (a RESET would also take away what the poller has not taken yet:
+ *    kernel/cq.c, srx_cq_clean_qp()); it keeps at most WINDOW of them
+ *    outstanding;
  *  - a poller thread takes them with ib_poll_cq() and checks that each is
  *    a flush of the next wr_id: none lost, none twice, none out of order;
  *  - the loading thread resizes the CQ between two sizes above WINDOW the
@@ -31,7 +34,7 @@
 #include <rdma/ib_verbs.h>
 
 #define KCQ_TOTAL 60000u	/* completions the test produces */
-#define KCQ_CHUNK 1000u		/* receives per RESET..ERR cycle */
+#define KCQ_CHUNK 1000u		/* receives per round, the RQ's size */
 #define KCQ_WINDOW 3000u	/* completions outstanding at most */
 #define KCQ_MIN_RESIZES 10
 #define KCQ_TIMEOUT_S 120
@@ -86,6 +89,27 @@ static int kcq_resizes_due(u32 upto)
 	return DIV_ROUND_UP(upto * KCQ_MIN_RESIZES, KCQ_TOTAL);
 }
 
+/*
+ * Post receive @wr_id into the QP in ERR. Its receive queue is full while
+ * srx's send work has not flushed the last round yet: wait for that, up to
+ * ten seconds.
+ */
+static int kcq_post_in_err(struct kcq *k, u64 wr_id)
+{
+	unsigned long deadline = jiffies + 10 * HZ;
+	struct ib_recv_wr wr = { .wr_id = wr_id };
+	const struct ib_recv_wr *bad;
+	int ret;
+
+	for (;;) {
+		ret = ib_post_recv(k->qp, &wr, &bad);
+		if (ret != -ENOMEM || time_after(jiffies, deadline) ||
+		    atomic_read(&k->failed))
+			return ret;
+		usleep_range(50, 100);
+	}
+}
+
 static int kcq_producer(void *arg)
 {
 	struct kcq *k = arg;
@@ -99,16 +123,15 @@ static int kcq_producer(void *arg)
 			usleep_range(200, 400);
 			continue;
 		}
-		ret = kcq_move(k->qp, IB_QPS_RESET);
-		if (!ret)
-			ret = kcq_move(k->qp, IB_QPS_INIT);
+		ret = next ? 0 : kcq_move(k->qp, IB_QPS_INIT);
 		for (i = 0; !ret && i < n; i++) {
 			struct ib_recv_wr wr = { .wr_id = next + i };
 			const struct ib_recv_wr *bad;
 
-			ret = ib_post_recv(k->qp, &wr, &bad);
+			ret = next ? kcq_post_in_err(k, next + i) :
+				     ib_post_recv(k->qp, &wr, &bad);
 		}
-		if (!ret)
+		if (!ret && !next)
 			ret = kcq_move(k->qp, IB_QPS_ERR);
 		if (ret) {
 			KCQ_FAIL(k, "producing %u..%u: %d", next, next + n, ret);

@@ -13,7 +13,8 @@
  *  - IB_SEND_INLINE is taken on SEND and RDMA WRITE only;
  *  - kernel QPs go through the transport engine: two RC QPs connected
  *    to each other on the device exchange a 3000-byte SEND at path MTU
- *    1024 (three packets), and the bytes arrive.
+ *    1024 (three packets), and the bytes arrive;
+ *  - a QP's completions still in its CQ go when it is reset or destroyed.
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
@@ -305,6 +306,85 @@ out_free:
 	kfree(dst);
 }
 
+static int srx_kverbs_move(struct ib_qp *qp, enum ib_qp_state state)
+{
+	struct ib_qp_attr attr = { .qp_state = state, .port_num = 1 };
+	int mask = IB_QP_STATE;
+
+	if (state == IB_QPS_INIT)
+		mask |= IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS;
+	return ib_modify_qp(qp, &attr, mask);
+}
+
+static int srx_kverbs_recv(struct ib_qp *qp, u64 wr_id)
+{
+	struct ib_recv_wr wr = { .wr_id = wr_id };
+	const struct ib_recv_wr *bad;
+
+	return ib_post_recv(qp, &wr, &bad);
+}
+
+/*
+ * A kernel QP's completions still in its CQ go when it is reset or
+ * destroyed: ib_poll_cq() then never returns a QP that is gone, nor a
+ * completion from before the reset. Receives posted in INIT and flushed
+ * by the move to ERR, which completes them before ib_modify_qp() returns:
+ * a: 1 2, b: 3; a reset; b: 4 after its own reset; b destroyed.
+ */
+static void srx_kverbs_clean(struct ib_device *dev, struct ib_pd *pd)
+{
+	struct ib_qp *a = NULL, *b = NULL;
+	struct ib_wc wc[4];
+	struct ib_cq *cq;
+	int n, ret;
+
+	cq = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cq)) {
+		CHECK(0, "clean: CQ: %ld", PTR_ERR(cq));
+		return;
+	}
+	a = srx_kverbs_rc_qp(pd, cq);
+	b = srx_kverbs_rc_qp(pd, cq);
+	if (IS_ERR(a) || IS_ERR(b)) {
+		CHECK(0, "clean: QPs");
+		goto out;
+	}
+	ret = srx_kverbs_recv(a, 1) ?: srx_kverbs_recv(a, 2) ?:
+	      srx_kverbs_recv(b, 3) ?: srx_kverbs_move(a, IB_QPS_ERR) ?:
+	      srx_kverbs_move(b, IB_QPS_ERR) ?: srx_kverbs_move(a, IB_QPS_RESET);
+	CHECK(!ret, "clean: setup: %d", ret);
+	if (ret)
+		goto out;
+	n = ib_poll_cq(cq, 4, wc);
+	CHECK(n == 1 && wc[0].wr_id == 3 && wc[0].qp == b &&
+	      wc[0].status == IB_WC_WR_FLUSH_ERR,
+	      "clean: after a's reset: %d completions, first wr_id %llu",
+	      n, n > 0 ? wc[0].wr_id : 0);
+
+	ret = srx_kverbs_move(b, IB_QPS_RESET) ?: srx_kverbs_move(b, IB_QPS_INIT) ?:
+	      srx_kverbs_recv(b, 4) ?: srx_kverbs_move(b, IB_QPS_ERR);
+	CHECK(!ret, "clean: b again: %d", ret);
+	if (!ret) {
+		n = ib_poll_cq(cq, 4, wc);
+		CHECK(n == 1 && wc[0].wr_id == 4 && wc[0].qp == b,
+		      "clean: b after its reset: %d completions", n);
+		ret = srx_kverbs_move(b, IB_QPS_RESET) ?:
+		      srx_kverbs_move(b, IB_QPS_INIT) ?: srx_kverbs_recv(b, 5) ?:
+		      srx_kverbs_move(b, IB_QPS_ERR);
+		CHECK(!ret, "clean: b a third time: %d", ret);
+	}
+	ib_destroy_qp(b);
+	b = NULL;
+	n = ib_poll_cq(cq, 4, wc);
+	CHECK(n == 0, "clean: %d completions of a destroyed QP", n);
+out:
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+	ib_free_cq(cq);
+}
+
 static int srx_kverbs_add(struct ib_device *dev)
 {
 	struct ib_qp_init_attr init = {
@@ -322,6 +402,7 @@ static int srx_kverbs_add(struct ib_device *dev)
 	bool atomic = dev->attrs.atomic_cap != IB_ATOMIC_NONE;
 	struct ib_qp_init_attr qinit;
 	struct ib_qp_attr qattr;
+	struct ib_wc wc;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
@@ -370,7 +451,10 @@ static int srx_kverbs_add(struct ib_device *dev)
 	}
 
 	ib_destroy_qp(qp);
+	/* Its flushes, polled by nobody, went with it. */
+	CHECK(ib_poll_cq(cq, 1, &wc) == 0, "a destroyed QP's completion polled");
 	srx_kverbs_traffic(dev, pd);
+	srx_kverbs_clean(dev, pd);
 err_cq:
 	ib_free_cq(cq);
 err_pd:
