@@ -234,6 +234,15 @@ static int srx_mr_map_pages(struct srx_mr *mr, struct ib_umem *umem)
 	return 0;
 }
 
+/* The range a user MR grants: checked by the data path, and reported. */
+static void srx_mr_set_range(struct srx_mr *mr, u64 iova, u64 length)
+{
+	mr->grant.iova = iova;
+	mr->grant.length = length;
+	mr->base_mr.iova = iova;
+	mr->base_mr.length = length;
+}
+
 /*
  * Pin [@start, @start + @length) of the calling process and build a user
  * MR over it at @iova, not yet published: a new one, or the replacement
@@ -266,10 +275,7 @@ static struct srx_mr *srx_mr_build_user(struct ib_pd *ibpd, u64 start,
 	}
 	/* From here srx_mr_free() releases the umem with the MR. */
 	mr->umem = umem;
-	mr->grant.iova = iova;
-	mr->grant.length = length;
-	mr->base_mr.iova = iova;
-	mr->base_mr.length = length;
+	srx_mr_set_range(mr, iova, length);
 	ret = srx_mr_map_pages(mr, umem);
 	if (ret)
 		goto err_free;
@@ -316,10 +322,7 @@ static struct srx_mr *srx_mr_build_same(struct ib_pd *ibpd, int access,
 	memcpy(mr->pages, old->pages, old->npages * sizeof(*mr->pages));
 	mr->npages = old->npages;
 	mr->first_off = old->first_off;
-	mr->grant.iova = old->grant.iova;
-	mr->grant.length = old->grant.length;
-	mr->base_mr.iova = old->grant.iova;
-	mr->base_mr.length = old->grant.length;
+	srx_mr_set_range(mr, old->grant.iova, old->grant.length);
 	return mr;
 }
 
@@ -389,14 +392,17 @@ struct ib_mr *srx_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	same = !(flags & IB_MR_REREG_TRANS) &&
 	       (old->umem->writable || !ib_access_writable(access));
 
-	if (same)
+	if (same) {
 		mr = srx_mr_build_same(ibpd, access, old);
-	else if (flags & IB_MR_REREG_TRANS)
+	} else {
+		/* pinned again: new memory, or writable where it was not */
+		if (!(flags & IB_MR_REREG_TRANS)) {
+			start = old->umem->address;
+			length = old->grant.length;
+			iova = old->grant.iova;
+		}
 		mr = srx_mr_build_user(ibpd, start, length, iova, access, old);
-	else
-		mr = srx_mr_build_user(ibpd, old->umem->address,
-				       old->grant.length, old->grant.iova,
-				       access, old);
+	}
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 
@@ -436,19 +442,18 @@ static void srx_mr_unpublish(struct srx_mr *mr)
  * Deregistration: unpublish, wait for every user, then unpin and free.
  *
  * After srx_mr_unpublish() no lookup finds the MR (the key is gone, or is
- * a rereg's replacement's), so no new reference can be
- * taken except by a lookup that loaded the entry just before and then
- * wins refcount_inc_not_zero() against our put; that reference is waited
- * for like the others. Who can hold one, and for how long: only srx's data
+ * a rereg's replacement's), so no new reference can be taken except by a
+ * lookup that loaded the entry just before and then wins
+ * refcount_inc_not_zero() against our put; that reference is waited for
+ * like the others. Who can hold one, and for how long: only srx's data
  * path, each for one bounded, non-sleeping step (the contract in mr.h):
  * the responder while it checks and copies one packet's payload or
  * performs one atomic in the receive softirq, the requester while it
  * gathers one packet's payload or scatters one READ response, and
  * srx_sge_copy() around each SGE it copies. None holds a reference
  * across a sleep, a timer, an skb in flight or a second packet. So the
- * wait lasts
- * as long as the copy of at most one packet (or one caller's buffer) that
- * is running when the key goes away, and wait_for_completion() without a
+ * wait lasts as long as the copy of at most one packet (or one caller's
+ * buffer) that is running when the key goes away, and wait_for_completion() without a
  * timeout is right: rxe's 50 s timeout (rxe_pool.c, __rxe_cleanup()) frees
  * memory still in use when it expires, which is the bug this wait exists
  * to prevent, and a reference leaked by a bug shows up as a hung task
@@ -488,7 +493,6 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key)
 {
 	struct srx_mr *mr;
-
 	int tries;
 
 	rcu_read_lock();
