@@ -1242,10 +1242,7 @@ static int qp_reinit(struct ibv_qp *qp)
 
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
 		return -1;
-	attr = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
-				     .qp_access_flags = RC_ACCESS_ALL };
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	return rc_qp_to_init(qp);
 }
 
 static bool t_reset_reuse(struct pair *p)

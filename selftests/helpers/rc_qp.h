@@ -38,6 +38,18 @@ static inline struct ibv_context *rc_open_device(const char *name)
 	return ctx;
 }
 
+/* @qp (in RESET) to INIT on port 1, granting RC_ACCESS_ALL. */
+static inline int rc_qp_to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = RC_ACCESS_ALL,
+	};
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
 /*
  * An RC QP of @ctx in INIT on port 1 granting RC_ACCESS_ALL. @ia gives the
  * PD, CQs and caps; a nonzero send_ops_flags asks for the ibv_wr_* API.
@@ -45,10 +57,6 @@ static inline struct ibv_context *rc_open_device(const char *name)
 static inline struct ibv_qp *rc_qp_init(struct ibv_context *ctx,
 					struct ibv_qp_init_attr_ex *ia)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = RC_ACCESS_ALL,
-	};
 	struct ibv_qp *qp;
 
 	ia->qp_type = IBV_QPT_RC;
@@ -58,8 +66,7 @@ static inline struct ibv_qp *rc_qp_init(struct ibv_context *ctx,
 	qp = ibv_create_qp_ex(ctx, ia);
 	if (!qp)
 		return NULL;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+	if (rc_qp_to_init(qp)) {
 		ibv_destroy_qp(qp);
 		return NULL;
 	}
