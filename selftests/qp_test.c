@@ -1053,6 +1053,65 @@ TEST_F(qp, reset_removes_its_completions)
 	}
 }
 
+/*
+ * A SINGLE_THREADED cq_ex whose poll sequence is still open (next_poll
+ * found nothing, end_poll not called yet) when another QP is reset: srx
+ * leaves that CQ alone, so the reset QP's completion stays, and nothing
+ * taken in the sequence comes back after end_poll.
+ */
+TEST_F(qp, reset_during_an_open_poll_sequence)
+{
+	struct ibv_cq_init_attr_ex cq_attr = {
+		.cqe = 16,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+	};
+	struct ibv_poll_cq_attr pattr = {};
+	struct ibv_cq *fscq = self->scq, *frcq = self->rcq;
+	struct ibv_recv_wr wrs[2], *bad;
+	struct ibv_sge sges[2];
+	struct ibv_qp *qa, *qb;
+	struct ibv_cq_ex *ex;
+	struct ibv_wc wc[4];
+	int got;
+
+	if (!srx_test_is_srx())
+		SKIP(return, "srx's cq_ex");
+	ex = ibv_create_cq_ex(self->ctx, &cq_attr);
+	ASSERT_NE(NULL, ex);
+	self->scq = self->rcq = ibv_cq_ex_to_cq(ex);
+	qa = qp_create(self, variant->type);
+	qb = qp_create(self, variant->type);
+	self->scq = fscq;
+	self->rcq = frcq;
+	ASSERT_NE(NULL, qa);
+	ASSERT_NE(NULL, qb);
+	ASSERT_EQ(0, qp_walk(self, qa, IBV_QPS_INIT));
+	ASSERT_EQ(0, qp_walk(self, qb, IBV_QPS_INIT));
+	ASSERT_EQ(0, srx_qp_move(qa, IBV_QPS_ERR));
+
+	ASSERT_EQ(0, post_recvs(self, qb, 200, 2, wrs, sges, &bad));
+	ASSERT_EQ(0, srx_qp_move(qb, IBV_QPS_ERR));
+	ASSERT_EQ(0, ibv_start_poll(ex, &pattr));
+	EXPECT_EQ(200u, ex->wr_id);
+	ASSERT_EQ(0, ibv_next_poll(ex));
+	EXPECT_EQ(201u, ex->wr_id);
+	EXPECT_EQ(ENOENT, ibv_next_poll(ex));
+	/* a's completion after the sequence's last, then a's reset */
+	ASSERT_EQ(0, post_recvs(self, qa, 100, 1, wrs, sges, &bad));
+	ASSERT_EQ(0, srx_qp_move(qa, IBV_QPS_RESET));
+	ibv_end_poll(ex);
+
+	got = srx_wait_cqes(ibv_cq_ex_to_cq(ex), wc, 4, 200);
+	ASSERT_EQ(1, got);
+	EXPECT_EQ(100u, wc[0].wr_id);
+	EXPECT_EQ(qa->qp_num, wc[0].qp_num);
+	EXPECT_EQ(0, ibv_destroy_qp(qa));
+	EXPECT_EQ(0, ibv_destroy_qp(qb));
+	EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(ex)));
+}
+
 /* ------------------------------------------------------------------ */
 /* Posting limits                                                     */
 /* ------------------------------------------------------------------ */

@@ -13,9 +13,12 @@
  *                       may overwrite those slots.
  *  srx_claim_cons()     U2 for concurrent consumers: a compare-and-swap with
  *                       release on success.
- *  srx_seal_cons()      the same with acquire too: a consumer that edits the
- *                       ring it sealed (cleaning a reset QP's CQEs) makes
- *                       no store of the edit visible before the seal.
+ *  srx_seal_cons()      the same with acquire too, for a consumer that seals
+ *                       the ring to edit it (cleaning a reset QP's CQEs):
+ *                       its reads of the slots follow the seal. Its edit
+ *                       may be seen early; a poller that copied the edit
+ *                       then fails its compare-and-swap, which comes after
+ *                       the seal in the word's order.
  *  srx_arm_fence()      U3: the arm-word store is ordered before the next
  *                       load of prod (and of the consumer word); pairs with
  *                       the kernel's smp_mb() between publishing prod and

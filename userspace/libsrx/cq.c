@@ -342,7 +342,8 @@ static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
  * @ring was sealed under a poller or an arming thread. If a resize of this
  * process is under way, wait (briefly: the resizing thread publishes the new
  * ring right after its system call returns) until the seal is gone or the
- * ring was replaced, and return true to retry. A seal with no resize in
+ * ring was replaced, and return true to retry. A clean of a reset QP's
+ * CQEs seals the same ring and sets resizing too. A seal with neither in
  * progress was written by the process itself: return false.
  *
  * "No resize in progress" is not enough on its own: between the check that
@@ -358,9 +359,14 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 
 	while (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring &&
 	       srx_cq_sealed(&ring->view)) {
+		/*
+		 * A clean (srx_cq_clean_qp()) keeps the ring and unseals it
+		 * before it clears resizing: unsealed now, look again.
+		 */
 		if (!atomic_load_explicit(&cq->resizing, memory_order_acquire))
 			return atomic_load_explicit(&cq->ring,
-						    memory_order_relaxed) != ring;
+						    memory_order_relaxed) != ring ||
+			       !srx_cq_sealed(&ring->view);
 		srx_backoff(&spins);
 	}
 	return true;
@@ -753,6 +759,7 @@ static int srx_start_poll_st(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr
 	if (!srx_cq_ready(&ring->view, cq->cons))
 		return ENOENT;	/* the caller must not call end_poll */
 	cq->ex_cons = cq->cons;
+	cq->ex_open = true;
 	srx_ex_set_current(cq, srx_cq_slot(&ring->view, cq->ex_cons));
 	return 0;
 }
@@ -783,6 +790,7 @@ static void srx_end_poll_st(struct ibv_cq_ex *ex)
 	if (cq->cur)
 		cq->ex_cons++;
 	cq->cur = NULL;
+	cq->ex_open = false;
 	if (cq->ex_cons != cq->cons) {
 		cq->cons = cq->ex_cons;
 		srx_cq_release(&ring->view, cq->cons);
@@ -1105,12 +1113,13 @@ static int srx_resize_step(struct ibv_cq *ibcq, int cqe, enum srx_resize_op op,
  *
  * Usually nothing of the QP is left: a look finds that without a lock or
  * a store. Otherwise, as resize does, other consumers are kept out: the
- * resize mutex, the bias revoked if another thread owns it, and the
- * consumer word sealed with the index kept in its low half, which the
- * kernel reads for its room. Pollers that meet the seal wait for it to go
- * (srx_cq_wait_resize(), resizing set), and a poll that copied CQEs before
- * the seal fails its compare-and-swap. The compacted range is published
- * with the new index by a store-release.
+ * resize mutex, the bias revoked (for good; with no owner yet, so that no
+ * thread becomes one meanwhile), resizing set, and the consumer word
+ * sealed with SRX_CQ_CONS_CLEANING, the index kept in its low half, which
+ * the kernel reads for its room and posters for their slots (U5). Pollers
+ * that meet the seal wait for it to go (srx_cq_wait_resize()), and a poll
+ * that copied CQEs before the seal fails its compare-and-swap. The
+ * compacted range is published with the new index by a store-release.
  *
  * A work request of another QP whose CQE moved up by k slots is counted
  * free (U5) when the consumer index passes the CQE's old index, up to k
@@ -1119,7 +1128,8 @@ static int srx_resize_step(struct ibv_cq *ibcq, int cqe, enum srx_resize_op op,
  * more unpolled CQEs than before the clean.
  *
  * A SINGLE_THREADED CQ has one thread touching it; a poll sequence of its
- * cq_ex interface open across the modify is left alone.
+ * cq_ex interface open across the modify (start_poll to end_poll) leaves
+ * the CQ as it is.
  */
 void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 {
@@ -1130,7 +1140,7 @@ void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 
 	if (cq->single_threaded) {
 		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
-		if (cq->cur)
+		if (cq->ex_open)
 			return;
 		removed = srx_cq_compact(&ring->view, cq->cons,
 					 srx_cq_ready(&ring->view, cq->cons),
@@ -1160,7 +1170,7 @@ void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 		if (SRX_CONS_SEAL(word))
 			goto out;
 		cons = SRX_CONS_INDEX(word);
-		sealed = (uint64_t)SRX_CQ_CONS_SEALED << 32 | cons;
+		sealed = (uint64_t)SRX_CQ_CONS_CLEANING << 32 | cons;
 	} while (!srx_seal_cons(ring->view.cons, &word, sealed));
 
 	removed = srx_cq_compact(&ring->view, cons,

@@ -56,6 +56,15 @@ struct srx_cq_view {
 	uint32_t entries;		/* power of two */
 };
 
+/*
+ * The seal libsrx itself puts in the high half while it removes a reset
+ * QP's CQEs (cq.c, srx_cq_clean_qp()): to consumers a seal like the
+ * kernel's SRX_CQ_CONS_SEALED, but the low half stays the consumer index,
+ * which the kernel reads for its room outside a resize, and posters for
+ * the slots they may free (U5).
+ */
+#define SRX_CQ_CONS_CLEANING 0x40000000u
+
 /* srx_cq_take() result when the ring was sealed by a concurrent resize. */
 #define SRX_CQ_SEALED (-1)
 

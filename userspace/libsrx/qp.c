@@ -62,7 +62,8 @@ static void srx_wq_unmap(struct srx_wq *wq)
 
 /*
  * The consumer and producer indices of @cq's current ring, for U5 (cons
- * first); false when they tell nothing: the ring is sealed by a resize, or
+ * first); false when they tell nothing: the ring is sealed by a resize (a
+ * clean's seal keeps the index, which is then only conservative), or
  * a SINGLE_THREADED CQ is being resized. Such a CQ unmaps its old ring as
  * soon as the resize has switched (cq.c, srx_cq_retire_ring()), and a post
  * on another thread may look at it all the same, so it looks only while
@@ -83,7 +84,8 @@ static bool srx_cq_indices(struct srx_cq *cq, uint32_t *cons, uint32_t *prod)
 	if (cq->single_threaded)
 		pthread_mutex_unlock(&cq->resize_mutex);
 	*cons = SRX_CONS_INDEX(word);
-	return !SRX_CONS_SEAL(word);
+	/* a clean's seal keeps the index (cq_ring.h) */
+	return !(SRX_CONS_SEAL(word) & ~SRX_CQ_CONS_CLEANING);
 }
 
 /*

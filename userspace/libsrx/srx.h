@@ -131,6 +131,7 @@ struct srx_cq {
 	struct srx_cqe cur_copy;
 	const struct srx_cqe *cur;
 	uint32_t ex_cons;		/* single-threaded: index during a poll */
+	bool ex_open;			/* single-threaded: start_poll..end_poll */
 
 	/* Resizes: control path, may sleep. */
 	_Alignas(SRX_CACHE_LINE) pthread_mutex_t resize_mutex;

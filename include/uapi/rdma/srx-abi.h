@@ -146,6 +146,8 @@
  * half is zero except while the kernel seals the ring to copy its CQEs into a
  * resized one. A sealed word makes every consumer's compare-and-swap fail, so
  * no CQE can be taken from the old ring once the kernel has counted it.
+ * Userspace may seal it too (libsrx does while it removes a reset QP's
+ * CQEs): outside a resize the kernel reads only the low half.
  */
 #define SRX_CQ_CONS_SEALED 0x80000000u
 
