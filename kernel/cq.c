@@ -753,25 +753,46 @@ static void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ib_qp *qp,
  * that came before a reset. Each stays in its slot with no QP, and the poll
  * steps over it. libsrx cleans user CQs itself (userspace/libsrx/cq.c).
  *
- * Context: process; the caller has stopped @qp's engine, so nothing of it
- * is posted after this. Takes cq->lock, as srx_cq_post() does.
+ * The CQEs to look at are those below prod as the call starts: @qp posts
+ * no more. A batch at a time, as a resize moves CQEs, so that a ring of
+ * millions never keeps interrupts off for long; between batches pollers
+ * may take some (the next batch starts at kcons if it moved past) and a
+ * resize may move some (srx_cq_unmoved() is asked under the lock).
+ *
+ * Context: process; sleeps. The caller has stopped @qp's engine, so nothing
+ * of it is posted after this. Takes cq->lock, as srx_cq_post() does.
  */
 void srx_cq_clean_qp(struct srx_cq *cq, struct ib_qp *qp)
 {
 	struct srx_cq_ring *ring;
+	u32 start, idx, end, taken, n, slot;
 	unsigned long flags;
-	u32 idx, left, slot;
 
+	might_sleep();
 	if (cq->is_user)
 		return;
 	spin_lock_irqsave(&cq->lock, flags);
-	/* At most the ring's entries (a resize's old ring: more pending) */
-	left = cq->prod - cq->kcons;
-	for (idx = cq->kcons; left; idx++, left--) {
-		ring = srx_cq_unmoved(cq, idx) ? cq->old : cq->ring;
-		slot = idx & (ring->entries - 1);
-		if (ring->kqp[slot] == qp)
-			ring->kqp[slot] = NULL;
+	start = cq->kcons;
+	idx = start;
+	end = cq->prod;
+	for (;;) {
+		/* polled since the start: kcons only moves forward */
+		taken = cq->kcons - start;
+		if (taken >= end - start)
+			break;
+		if (taken > idx - start)
+			idx = cq->kcons;
+		for (n = 0; idx != end && n < SRX_CQ_MOVE_BATCH; idx++, n++) {
+			ring = srx_cq_unmoved(cq, idx) ? cq->old : cq->ring;
+			slot = idx & (ring->entries - 1);
+			if (ring->kqp[slot] == qp)
+				ring->kqp[slot] = NULL;
+		}
+		if (idx == end)
+			break;
+		spin_unlock_irqrestore(&cq->lock, flags);
+		cond_resched();
+		spin_lock_irqsave(&cq->lock, flags);
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 }
