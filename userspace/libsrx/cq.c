@@ -355,19 +355,31 @@ static void srx_cq_retire_ring(struct srx_cq *cq, struct srx_cq_ring *old)
  */
 static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 {
+	uint32_t gen = atomic_load_explicit(&cq->seal_gen,
+					    memory_order_acquire), now;
 	unsigned int spins = 0;
 
 	while (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring &&
 	       srx_cq_sealed(&ring->view)) {
+		if (atomic_load_explicit(&cq->resizing, memory_order_acquire)) {
+			srx_backoff(&spins);
+			continue;
+		}
 		/*
 		 * A clean (srx_cq_clean_qp()) keeps the ring and unseals it
-		 * before it clears resizing: unsealed now, look again.
+		 * before it clears resizing: unsealed now, look again. Still
+		 * sealed, the seal is the process's own unless a clean or a
+		 * resize began meanwhile: each counts itself in seal_gen
+		 * before it seals, so a seal seen here that was put after
+		 * the first load of seal_gen shows as a new count.
 		 */
-		if (!atomic_load_explicit(&cq->resizing, memory_order_acquire))
-			return atomic_load_explicit(&cq->ring,
-						    memory_order_relaxed) != ring ||
-			       !srx_cq_sealed(&ring->view);
-		srx_backoff(&spins);
+		if (atomic_load_explicit(&cq->ring, memory_order_relaxed) !=
+		    ring || !srx_cq_sealed(&ring->view))
+			return true;
+		now = atomic_load_explicit(&cq->seal_gen, memory_order_acquire);
+		if (now == gen)
+			return false;
+		gen = now;
 	}
 	return true;
 }
@@ -1163,6 +1175,7 @@ void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 	pthread_mutex_lock(&cq->resize_mutex);
 	srx_cq_exclude_owner(cq);
 	atomic_store_explicit(&cq->resizing, true, memory_order_release);
+	atomic_fetch_add_explicit(&cq->seal_gen, 1, memory_order_release);
 	ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
 	word = srx_load_cons(ring->view.cons);
 	do {
@@ -1202,6 +1215,7 @@ int srx_resize_cq(struct ibv_cq *ibcq, int cqe)
 	pthread_mutex_lock(&cq->resize_mutex);
 	srx_cq_exclude_owner(cq);	/* the kernel seals the word */
 	atomic_store_explicit(&cq->resizing, true, memory_order_release);
+	atomic_fetch_add_explicit(&cq->seal_gen, 1, memory_order_release);
 
 	ret = srx_resize_step(ibcq, cqe, SRX_RESIZE_PREPARE, &layout);
 	if (ret)

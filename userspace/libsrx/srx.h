@@ -136,6 +136,13 @@ struct srx_cq {
 	/* Resizes: control path, may sleep. */
 	_Alignas(SRX_CACHE_LINE) pthread_mutex_t resize_mutex;
 	/*
+	 * Resizes and cleans begun, each counted after resizing is set and
+	 * before the word is sealed, so that a waiter can tell their seals
+	 * from one the process wrote itself (srx_cq_wait_resize()). Read
+	 * once per wait, not spun on: it can share the mutex's line.
+	 */
+	_Atomic uint32_t seal_gen;
+	/*
 	 * A line of its own: pollers that found their ring sealed spin on it
 	 * (srx_cq_wait_resize()) while the resizer writes the mutex above.
 	 * selftests/host/cq_resize_test.c also puts it at the start of a page.
