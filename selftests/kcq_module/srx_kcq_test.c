@@ -9,7 +9,7 @@
  * srx_cq_switch_ring()). This module checks that from inside the kernel:
  *  - a producer thread posts receives with increasing wr_ids to one RC QP,
  *    the first chunk in INIT before the move to ERR flushes it, the rest
- *    into the QP in ERR, where srx's send work flushes them into the CQ
+ *    into the QP in ERR, where each post flushes them into the CQ
  *    (a RESET would also take away what the poller has not taken yet:
  *    kernel/cq.c, srx_cq_clean_qp()); it keeps at most WINDOW of them
  *    outstanding;
@@ -90,9 +90,9 @@ static int kcq_resizes_due(u32 upto)
 }
 
 /*
- * Post receive @wr_id into the QP in ERR. Its receive queue is full while
- * srx's send work has not flushed the last round yet: wait for that, up to
- * ten seconds.
+ * Post receive @wr_id into the QP in ERR, which flushes it. Should the
+ * receive queue be full all the same (a flush deferred to srx's send
+ * work), wait for that, up to ten seconds.
  */
 static int kcq_post_in_err(struct kcq *k, u64 wr_id)
 {
