@@ -106,10 +106,49 @@ void srx_comp_go_back(struct srx_qp *qp)
 	lockdep_assert_held(&qp->send_lock);
 
 	req->go_back = false;
+	/* Whatever sent it back (a NAK, a gap, an RNR wait) was a loss. */
+	req->resume = false;
+	req->resumed = false;
 	req->psn = req->una;
 	req->cur = qp->sq.kdone;
 	req->rd_atomic = 0;
 	req->since_ackreq = 0;
+}
+
+/*
+ * An answer to a timeout's probe moved una: if it passed resume_past, go
+ * on sending from the point the timeout found (srx_comp_timeout()), with
+ * the READs and ATOMICs outstanding before it counted again, unless an
+ * ACK has since moved past that point or the WQEs it named are gone.
+ * Otherwise the go-back stands: the requester resends from una.
+ * Context: send_lock held; the requester's run.
+ */
+void srx_comp_resume(struct srx_qp *qp)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_wq *sq = &qp->sq;
+	u32 ahead = req->resume_cur - sq->kdone, i, n = 0;
+	struct srx_swqe *e;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	req->resume = false;
+	if (!srx_psn_after(req->una, req->resume_past) ||
+	    !srx_psn_before(req->psn, req->resume_psn) ||
+	    srx_psn_after(req->resume_psn, req->psn_max) ||
+	    ahead > sq->kcons - sq->kdone || req->cur - sq->kdone > ahead)
+		return;
+	for (i = sq->kdone; i != req->resume_cur; i++) {
+		e = srx_sq_entry(sq, i);
+		if (e->eng.state == SRX_SWQE_SENT &&
+		    srx_wqe_opcode_is_rd_atomic(e->opcode))
+			n++;
+	}
+	req->psn = req->resume_psn;
+	req->cur = req->resume_cur;
+	req->rd_atomic = n;
+	req->resumed = true;
+	req->resumed_to = req->resume_psn;
 }
 
 /*
@@ -135,18 +174,19 @@ void srx_comp_arm_retrans(struct srx_qp *qp, bool restart)
  * A retry the protocol asks for (a timeout, a sequence NAK): one of
  * retry_cnt, then go back; none left, RETRY_EXC_ERR.
  */
-static void srx_comp_retry(struct srx_qp *qp)
+static bool srx_comp_retry(struct srx_qp *qp)
 {
 	struct srx_req *req = &qp->req;
 
 	if (!req->retry_left) {
 		srx_count(qp->sdev, SRX_CNT_RETRY_EXC, 1);
 		srx_comp_error(qp, IB_WC_RETRY_EXC_ERR);
-		return;
+		return false;
 	}
 	req->retry_left--;
 	srx_count(qp->sdev, SRX_CNT_RETRANSMITS, 1);
 	req->go_back = true;
+	return true;
 }
 
 /*
@@ -157,11 +197,29 @@ static void srx_comp_retry(struct srx_qp *qp)
 void srx_comp_timeout(struct srx_qp *qp)
 {
 	struct srx_req *req = &qp->req;
+	struct srx_wq *sq = &qp->sq;
+	bool resume;
+	u32 psn, cur;
 
 	req->timed_out = false;
-	if (req->una == req->psn_max || req->rnr_wait)
+	/*
+	 * No resume after a loss: one a NAK or a gap found and the requester
+	 * has not yet gone back for, or one a resume skipped (the timeout is
+	 * for a PSN before the point it jumped to). So a lost tail costs one
+	 * timeout more than a go-back would, not one per request.
+	 */
+	resume = !req->go_back &&
+		 !(req->resumed && srx_psn_before(req->una, req->resumed_to));
+	if (req->una == req->psn_max || req->rnr_wait || !srx_comp_retry(qp))
 		return;
-	srx_comp_retry(qp);
+	/* A second timeout before the first probe's answer keeps its point. */
+	psn = req->resume ? req->resume_psn : req->psn;
+	cur = req->resume ? req->resume_cur : req->cur;
+	srx_comp_go_back(qp);
+	req->probe = true;
+	req->resume = resume;
+	req->resume_psn = psn;
+	req->resume_cur = cur;
 	/*
 	 * Resend only the packet at una, asking for its ACK, until an ACK
 	 * moves una: the timeout may only mean that the answers are late
@@ -169,8 +227,24 @@ void srx_comp_timeout(struct srx_qp *qp)
 	 * duplicates, each ACKed, would then bury them deeper, timeout
 	 * after timeout, until retry_cnt runs out. TCP restarts from one
 	 * segment after a timeout for the same reason (RFC 5681, 3.1).
+	 *
+	 * Once the probe is answered, the answers to what went before it
+	 * may only be late, and resending it all would have the responder
+	 * execute each READ again while its first answer is on the way: so
+	 * sending resumes at the timeout's point (srx_comp_resume()) if the
+	 * answer shows that the requests after the probe got through, as
+	 * F-RTO does for TCP (RFC 5682). An ACK past the probe packet shows
+	 * it for a SEND or WRITE; an ACK that ends at it may be the answer
+	 * to the probe alone, and then the rest was lost: go back. A READ
+	 * or ATOMIC's answer shows nothing of the requests after it, and
+	 * any answer resumes: if one of those was really lost, a later
+	 * packet's sequence NAK, an answer past a gap or the next timeout
+	 * finds it, and that timeout goes back.
 	 */
-	req->probe = true;
+	req->resume_past = req->una;
+	if (sq->kdone != sq->kcons &&
+	    !srx_wqe_opcode_is_rd_atomic(srx_sq_entry(sq, sq->kdone)->opcode))
+		req->resume_past = srx_psn_add(req->una, 1);
 	srx_comp_arm_retrans(qp, true);
 }
 
@@ -351,11 +425,13 @@ static void srx_comp_progressed(struct srx_req *req)
 	/*
 	 * A timeout the timer recorded and the requester has not yet acted
 	 * on is stale now: the peer answered, and the timer is armed again.
-	 * Acting on it would cost a retry and resend the whole window for
-	 * nothing.
+	 * Acting on it would cost a retry and a probe for nothing.
 	 */
 	req->timed_out = false;
 	req->probe = false;
+	/* Past the resume's point, a timeout may resume again. */
+	if (req->resumed && !srx_psn_before(req->una, req->resumed_to))
+		req->resumed = false;
 	/* Resending what the peer has acknowledged would be waste. */
 	if (srx_psn_before(req->psn, req->una))
 		req->psn = req->una;

@@ -71,6 +71,19 @@ struct srx_req {
 	bool active;		/* the SQ's engine word says ACTIVE (K6) */
 	bool asked_again;	/* re-requested from asked_psn after a gap */
 	u32 asked_psn;
+	/*
+	 * After a timeout's probe: once una passes resume_past, sending goes
+	 * on from where the timeout found it (psn resume_psn, WQE
+	 * resume_cur), not from the packets after the probe (comp.c,
+	 * srx_comp_timeout()).
+	 */
+	bool resume;
+	u32 resume_past;
+	u32 resume_psn;
+	u32 resume_cur;
+	/* The last resume skipped [una, resumed_to) while una is before it. */
+	bool resumed;
+	u32 resumed_to;
 	bool started;		/* RTR -> RTS since RESET: psn is live */
 	bool nak_held;		/* an error NAK ahead of una, see comp.c */
 	u8 nak_code;
@@ -152,6 +165,7 @@ void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 void srx_comp_retire(struct srx_qp *qp);
 void srx_comp_error(struct srx_qp *qp, u8 status);
 void srx_comp_go_back(struct srx_qp *qp);
+void srx_comp_resume(struct srx_qp *qp);
 void srx_comp_timeout(struct srx_qp *qp);
 void srx_comp_arm_retrans(struct srx_qp *qp, bool restart);
 void srx_retrans_timer(struct timer_list *t);

@@ -420,6 +420,8 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 		srx_comp_timeout(qp);
 	if (req->go_back)
 		srx_comp_go_back(qp);
+	if (req->resume && !req->probe)
+		srx_comp_resume(qp);
 	if (req->rnr_wait)
 		return false;
 	req->blocked = false;
