@@ -14,7 +14,9 @@
  * the page back and returns, and the poller's read is retried. Any other
  * access to the page fails the test, so a change to struct srx_cq that
  * moves words the poller touches onto that page cannot make the test
- * vacuous.
+ * vacuous. A window between two of libsrx's own steps (a second clean's
+ * seal, see second_seal) is held open instead at cq.c's test points
+ * (SRX_CQ_TEST_POINT), which this file defines before including it.
  *
  * The kernel is played by this file: ibv_cmd_resize_cq() is defined
  * here, so that cq.c's calls land here rather than in libibverbs. Rings
@@ -48,6 +50,11 @@ typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;
 typedef uint64_t u64;
+
+/* cq.c's race windows, held open by the seal_gen test below */
+enum test_point { TP_WAIT_SEALED, TP_WAIT_IDLE, TP_CLEAN_SEALED };
+static void test_point(enum test_point where);
+#define SRX_CQ_TEST_POINT(where) test_point(TP_##where)
 
 #include "../../userspace/libsrx/cq.c"	/* the provider's CQ code, as is */
 #include "ring.h"			/* kernel/ring.h */
@@ -155,7 +162,7 @@ static void kring_layout(const struct kring *r, struct srx_cq_layout *l)
  * Post one CQE to the current ring as srx_cq_post() does: K1, K3, then the
  * arm decision. Returns whether it raised a completion event.
  */
-static bool kern_post(uint64_t wr_id)
+static bool kern_post_qp(uint64_t wr_id, uint32_t qpn)
 {
 	struct kring *r = &kern.ring;
 	struct srx_cqe *c = &r->cqes[kern.prod & (r->entries - 1)];
@@ -164,6 +171,7 @@ static bool kern_post(uint64_t wr_id)
 	memset(c, 0, sizeof(*c));
 	c->wr_id = wr_id;
 	c->opcode = IBV_WC_RECV;
+	c->qp_num = qpn;
 	kern.prod++;
 	__atomic_store_n(&r->ctrl->prod, kern.prod, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -173,6 +181,11 @@ static bool kern_post(uint64_t wr_id)
 	kern.fired = srx_arm_seq(arm);
 	__atomic_store_n(&r->ctrl->fired, kern.fired, __ATOMIC_RELAXED);
 	return true;
+}
+
+static bool kern_post(uint64_t wr_id)
+{
+	return kern_post_qp(wr_id, 0);
 }
 
 /* srx_cq_switch_ring() on the shared memory; no failure path needed. */
@@ -478,6 +491,149 @@ TEST_F_TIMEOUT(window, resize_finishes_in_the_window, 60)
 	 */
 	EXPECT_EQ(0, srx_resize_cq(&cq->vcq.cq, 8));
 	EXPECT_EQ(NULL, cq->retired);
+}
+
+/* ------------------------------------------------------------------ */
+/* A poller that finds resizing clear and then a second clean's seal  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The window of srx_cq_wait_resize() that seal_gen closes: a poller waits
+ * on the seal of a first clean; that clean ends, the poller reads
+ * resizing clear, and before it looks at the ring again a second clean
+ * (the next QP of restate_qps()) seals it. Without seal_gen the poller
+ * took that seal for the process's own and returned 0 with a CQE in the
+ * ring. The threads are stopped at cq.c's test points to hold each step.
+ */
+static struct {
+	bool armed;
+	atomic_uint cleans, sealed_seen, idle_seen;
+	sem_t c1_sealed, c1_go, c2_sealed, c2_go;
+	sem_t p_at_seal, p_go1, p_idle, p_go2, p_moved;
+} tp;
+
+static void test_point(enum test_point where)
+{
+	unsigned int n;
+
+	if (!tp.armed)
+		return;
+	switch (where) {
+	case TP_CLEAN_SEALED:
+		n = atomic_fetch_add(&tp.cleans, 1);
+		sem_post(n ? &tp.c2_sealed : &tp.c1_sealed);
+		sem_wait_s(n ? &tp.c2_go : &tp.c1_go);
+		break;
+	case TP_WAIT_SEALED:
+		n = atomic_fetch_add(&tp.sealed_seen, 1);
+		if (n == 0) {
+			sem_post(&tp.p_at_seal);
+			sem_wait_s(&tp.p_go1);
+		} else if (n == 1) {
+			sem_post(&tp.p_moved);	/* waiting again */
+		}
+		break;
+	case TP_WAIT_IDLE:
+		if (atomic_fetch_add(&tp.idle_seen, 1) == 0) {
+			sem_post(&tp.p_idle);
+			sem_wait_s(&tp.p_go2);
+		}
+		break;
+	}
+}
+
+#define QPN_A 0x11u
+#define QPN_B 0x12u
+#define QPN_C 0x13u
+
+struct cleaner {
+	struct srx_cq *cq;
+	uint32_t qpn;
+};
+
+static void *cleaner(void *arg)
+{
+	struct cleaner *c = arg;
+
+	srx_cq_clean_qp(c->cq, c->qpn);
+	return NULL;
+}
+
+struct poller {
+	struct srx_cq *cq;
+	struct ibv_wc wc;
+	int ret;
+};
+
+static void *poller(void *arg)
+{
+	struct poller *p = arg;
+
+	p->ret = srx_poll_cq(&p->cq->vcq.cq, 1, &p->wc);
+	sem_post(&tp.p_moved);
+	return NULL;
+}
+
+FIXTURE(second_seal) {
+	struct srx_cq *cq;
+};
+
+FIXTURE_SETUP(second_seal)
+{
+	sem_t *sems[] = { &tp.c1_sealed, &tp.c1_go, &tp.c2_sealed, &tp.c2_go,
+			  &tp.p_at_seal, &tp.p_go1, &tp.p_idle, &tp.p_go2,
+			  &tp.p_moved };
+	size_t i;
+
+	memset(&tp, 0, sizeof(tp));
+	for (i = 0; i < sizeof(sems) / sizeof(sems[0]); i++)
+		ASSERT_EQ(0, sem_init(sems[i], 0, 0));
+	/* thread-safe, without bias: every poll goes through the word */
+	self->cq = cq_create(_metadata, 8, false, false, false);
+}
+
+FIXTURE_TEARDOWN(second_seal)
+{
+	tp.armed = false;
+	cq_destroy(self->cq);
+}
+
+TEST_F_TIMEOUT(second_seal, poller_waits_for_the_second_clean, 60)
+{
+	struct cleaner c1 = { self->cq, QPN_A }, c2 = { self->cq, QPN_B };
+	struct poller p = { .cq = self->cq, .ret = -1 };
+	pthread_t t1, t2, tpoll;
+
+	kern_post_qp(WR_ID(0), QPN_A);
+	kern_post_qp(WR_ID(1), QPN_B);
+	kern_post_qp(WR_ID(2), QPN_C);
+	tp.armed = true;
+
+	/* the first clean seals and stops; the poller meets its seal */
+	ASSERT_EQ(0, pthread_create(&t1, NULL, cleaner, &c1));
+	ASSERT_TRUE(sem_wait_s(&tp.c1_sealed));
+	ASSERT_EQ(0, pthread_create(&tpoll, NULL, poller, &p));
+	ASSERT_TRUE(sem_wait_s(&tp.p_at_seal));
+	/* it ends while the poller is between the seal and resizing */
+	sem_post(&tp.c1_go);
+	ASSERT_EQ(0, pthread_join(t1, NULL));
+	sem_post(&tp.p_go1);
+	/* the poller read resizing clear; the second clean seals now */
+	ASSERT_TRUE(sem_wait_s(&tp.p_idle));
+	ASSERT_EQ(0, pthread_create(&t2, NULL, cleaner, &c2));
+	ASSERT_TRUE(sem_wait_s(&tp.c2_sealed));
+	sem_post(&tp.p_go2);
+	/* the poller waits for it again, or (the bug) gives up */
+	ASSERT_TRUE(sem_wait_s(&tp.p_moved));
+	sem_post(&tp.c2_go);
+	ASSERT_EQ(0, pthread_join(t2, NULL));
+	ASSERT_EQ(0, pthread_join(tpoll, NULL));
+
+	EXPECT_EQ(2u, atomic_load(&tp.cleans));
+	EXPECT_EQ(1, p.ret)
+		TH_LOG("the second seal was taken for the process's own");
+	EXPECT_EQ(WR_ID(2), p.wc.wr_id);
+	EXPECT_EQ(QPN_C, p.wc.qp_num);
 }
 
 /* ------------------------------------------------------------------ */

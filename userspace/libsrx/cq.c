@@ -28,6 +28,14 @@
 #define SRX_CQ_CREATE_FLAGS (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | \
 			     IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
+/*
+ * A point where selftests/host/cq_resize_test.c, which compiles this file
+ * into itself, stops a thread to hold a race window open. Nothing here.
+ */
+#ifndef SRX_CQ_TEST_POINT
+#define SRX_CQ_TEST_POINT(where) do { } while (0)
+#endif
+
 static inline struct srx_cq *to_scq_ex(struct ibv_cq_ex *ex)
 {
 	return VERBS_PRIV_CONTAINER(ex, struct srx_cq, vcq.cq_ex);
@@ -361,10 +369,12 @@ static bool srx_cq_wait_resize(struct srx_cq *cq, struct srx_cq_ring *ring)
 
 	while (atomic_load_explicit(&cq->ring, memory_order_acquire) == ring &&
 	       srx_cq_sealed(&ring->view)) {
+		SRX_CQ_TEST_POINT(WAIT_SEALED);
 		if (atomic_load_explicit(&cq->resizing, memory_order_acquire)) {
 			srx_backoff(&spins);
 			continue;
 		}
+		SRX_CQ_TEST_POINT(WAIT_IDLE);
 		/*
 		 * A clean (srx_cq_clean_qp()) keeps the ring and unseals it
 		 * before it clears resizing: unsealed now, look again. Still
@@ -1185,6 +1195,7 @@ void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 		cons = SRX_CONS_INDEX(word);
 		sealed = (uint64_t)SRX_CQ_CONS_CLEANING << 32 | cons;
 	} while (!srx_seal_cons(ring->view.cons, &word, sealed));
+	SRX_CQ_TEST_POINT(CLEAN_SEALED);
 
 	removed = srx_cq_compact(&ring->view, cons,
 				 srx_cq_ready(&ring->view, cons), qpn);
