@@ -148,7 +148,6 @@ void srx_comp_resume(struct srx_qp *qp)
 	req->cur = req->resume_cur;
 	req->rd_atomic = n;
 	req->resumed = true;
-	req->resumed_to = req->resume_psn;
 }
 
 /*
@@ -209,7 +208,7 @@ void srx_comp_timeout(struct srx_qp *qp)
 	 * timeout more than a go-back would, not one per request.
 	 */
 	resume = !req->go_back &&
-		 !(req->resumed && srx_psn_before(req->una, req->resumed_to));
+		 !(req->resumed && srx_psn_before(req->una, req->resume_psn));
 	if (req->una == req->psn_max || req->rnr_wait || !srx_comp_retry(qp))
 		return;
 	/* A second timeout before the first probe's answer keeps its point. */
@@ -430,7 +429,7 @@ static void srx_comp_progressed(struct srx_req *req)
 	req->timed_out = false;
 	req->probe = false;
 	/* Past the resume's point, a timeout may resume again. */
-	if (req->resumed && !srx_psn_before(req->una, req->resumed_to))
+	if (req->resumed && !srx_psn_before(req->una, req->resume_psn))
 		req->resumed = false;
 	/* Resending what the peer has acknowledged would be waste. */
 	if (srx_psn_before(req->psn, req->una))

@@ -81,9 +81,12 @@ struct srx_req {
 	u32 resume_past;
 	u32 resume_psn;
 	u32 resume_cur;
-	/* The last resume skipped [una, resumed_to) while una is before it. */
+	/*
+	 * The last resume skipped [una, resume_psn) and una is still before
+	 * resume_psn (only a timeout sets resume_psn, and a timeout's
+	 * go-back clears this first).
+	 */
 	bool resumed;
-	u32 resumed_to;
 	bool started;		/* RTR -> RTS since RESET: psn is live */
 	bool nak_held;		/* an error NAK ahead of una, see comp.c */
 	u8 nak_code;
