@@ -803,6 +803,7 @@ int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	struct srx_cq *cq = to_srx_cq(ibcq);
 	struct srx_cq_ring *ring;
 	unsigned long flags;
+	struct ib_qp *qp;
 	u32 slot, start;
 	int n = 0;
 
@@ -826,9 +827,10 @@ int srx_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		slot = cq->kcons & (ring->entries - 1);
 		cq->kcons++;
 		/* Cleaned: its QP was reset or destroyed (srx_cq_clean_qp()). */
-		if (!ring->kqp[slot])
+		qp = ring->kqp[slot];
+		if (!qp)
 			continue;
-		srx_cqe_to_wc(&ring->cqes[slot], ring->kqp[slot], &wc[n]);
+		srx_cqe_to_wc(&ring->cqes[slot], qp, &wc[n]);
 		n++;
 	}
 	if (cq->kcons != start)
