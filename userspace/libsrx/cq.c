@@ -1161,9 +1161,9 @@ void srx_cq_clean_qp(struct srx_cq *cq, uint32_t qpn)
 	bool found;
 
 	if (cq->single_threaded) {
-		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
 		if (cq->ex_open)
 			return;
+		ring = atomic_load_explicit(&cq->ring, memory_order_relaxed);
 		removed = srx_cq_compact(&ring->view, cq->cons,
 					 srx_cq_ready(&ring->view, cq->cons),
 					 qpn);
