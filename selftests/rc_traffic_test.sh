@@ -126,23 +126,49 @@ grew() {
 	[ "$c1" -gt "$c0" ]
 }
 
+# rx_on_one_cpu MASK: receive steering (RPS) of both veth ends, "1" to
+# process every received packet on CPU 0, "0" to turn it off again; tries
+# both ends either way. veth hands a packet to its peer on the backlog of
+# the CPU that sends it, and netem's queue is sent by whichever CPU runs
+# it (its timer's, or one enqueueing): two packets of one flow can sit on
+# two CPUs' backlogs and be taken out of order. With RPS to one CPU they
+# wait on one backlog, in the order netem sent them.
+rx_on_one_cpu() {
+	local side dev rc=0
+	for side in a b; do
+		[ $side = a ] && dev=$TOPO_A_NETDEV || dev=$TOPO_B_NETDEV
+		topo_exec $side sh -c \
+			"echo $1 > /sys/class/net/$dev/queues/rx-0/rps_cpus" ||
+			rc=1
+	done
+	return $rc
+}
+
 # late TOOL REQ RESP [ARGS]: a perftest bandwidth TOOL with side REQ as
 # the requester and a 67 ms ACK timeout (-u 14), run under a delay longer
-# than that: every round of requests times out before its answers come
-# back. Each timeout resends the one packet at una (the probe), which the
-# responder takes as a duplicate; the packets after it are on their way,
-# and once the probe is answered they are not sent again
-# (srx_comp_timeout()). So there must have been timeouts at REQ, and
-# about as many duplicate requests at RESP; at most twice as many, which
-# leaves room for a go-back after veth handed two packets over out of
-# order. Resending after each timeout what followed the probe, srx had
-# 84 duplicates per timeout here with WRITEs and 13 with READs.
+# than that: the first round of requests times out before its answers
+# come back. Each timeout resends the one packet at una (the probe), which
+# the responder takes as a duplicate; the packets after it are on their
+# way, and once the probe is answered they are not sent again
+# (srx_comp_timeout()). So there must have been timeouts at REQ, and as
+# many duplicate requests at RESP; at most twice as many, for slack. The
+# veth ends receive on one CPU (rx_on_one_cpu): reordered packets would
+# each cost a sequence NAK and a go-back, which is not what this measures
+# (on make check-debug's slower kernel they came in every run, 8 to 201
+# out-of-sequence requests). Resending after each timeout what followed
+# the probe, srx had 84 duplicates per timeout here with WRITEs and 13
+# with READs.
 late() {
-	local tool=$1 req=$2 resp=$3 t0 d0 t1 d1
+	local tool=$1 req=$2 resp=$3 t0 d0 o0 t1 d1 o1 rc=0
+	rx_on_one_cpu 1 || { rx_on_one_cpu 0; return 1; }
 	t0=$(cnt "$req" completer_retry_err) d0=$(cnt "$resp" duplicate_request)
-	perf "$tool" "$resp" "$req" -n 400 -u 14 "${@:4}" || return 1
+	o0=$(cnt "$resp" out_of_seq_request)
+	perf "$tool" "$resp" "$req" -n 400 -u 14 "${@:4}" || rc=1
+	rx_on_one_cpu 0 || rc=1
+	[ $rc = 0 ] || return 1
 	t1=$(cnt "$req" completer_retry_err) d1=$(cnt "$resp" duplicate_request)
-	echo "#   timeouts at $req: $((t1 - t0)); duplicate requests at $resp: $((d1 - d0))"
+	o1=$(cnt "$resp" out_of_seq_request)
+	echo "#   timeouts at $req: $((t1 - t0)); duplicate requests at $resp: $((d1 - d0)); out of sequence: $((o1 - o0))"
 	[ $((t1 - t0)) -gt 0 ] && [ $((d1 - d0)) -le $((2 * (t1 - t0))) ]
 }
 
