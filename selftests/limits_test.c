@@ -17,8 +17,15 @@
  *    test lowers each through its module parameter (srx(7)) to a few past
  *    what exists; it also asserts the parameters' default (0, the fixed
  *    limit) and that the fixed limit is what the device reports then.
+ *  - RLIMIT_MEMLOCK: an ibv_rereg_mr() that keeps the memory (new rights,
+ *    a new PD) does not pin it again, so it is not counted twice against
+ *    the limit (kernel/mr.c, srx_mr_build_same()).
  */
+#include <linux/capability.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "kselftest_harness.h"
 #include "srx_test.h"
@@ -328,6 +335,102 @@ TEST_F(limits, max_pd_enomem)
 TEST_F(limits, max_mr_enomem)
 {
 	over_limit(_metadata, self, KIND_MR);
+}
+
+/* The pages this process has pinned (mm->pinned_vm), from VmPin. */
+static long pinned_pages(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024 / sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * ib_umem_get() lets a process with CAP_IPC_LOCK pin past its limit; the
+ * harness runs each test in a child of its own, so only this test loses it.
+ */
+static int drop_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+	return syscall(SYS_capset, &hdr, data);
+}
+
+#define MEMLOCK_PAGES 64
+
+TEST_F(limits, memlock_counts_a_rereg_once)
+{
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	size_t page = sysconf(_SC_PAGESIZE), len = MEMLOCK_PAGES * page;
+	struct ibv_mr *mr, *second;
+	struct ibv_pd *pd2;
+	struct rlimit lim;
+	void *a, *b;
+	long base;
+
+	ASSERT_EQ(0, drop_cap_ipc_lock()) TH_LOG("capset: %s", strerror(errno));
+	base = pinned_pages();
+	ASSERT_LE(0, base);
+	a = aligned_alloc(page, len);
+	b = aligned_alloc(page, len);
+	ASSERT_TRUE(a && b);
+	pd2 = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, pd2);
+	/*
+	 * Room for the MR once and a half: a second pin of it cannot fit.
+	 * ib_umem_get() reads the soft limit only.
+	 */
+	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &lim));
+	if (lim.rlim_max != RLIM_INFINITY &&
+	    lim.rlim_max < (base + MEMLOCK_PAGES * 3 / 2) * page)
+		SKIP(goto out, "RLIMIT_MEMLOCK's hard limit is below %ld pages",
+		     base + MEMLOCK_PAGES * 3 / 2);
+	lim.rlim_cur = (base + MEMLOCK_PAGES * 3 / 2) * page;
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+
+	mr = ibv_reg_mr(self->pd, a, len, rw);
+	ASSERT_NE(NULL, mr) TH_LOG("reg_mr under the limit: %s",
+				   strerror(errno));
+	EXPECT_EQ(base + MEMLOCK_PAGES, pinned_pages());
+	/* The limit holds: another MR of the same size does not fit. */
+	errno = 0;
+	second = ibv_reg_mr(self->pd, b, len, rw);
+	EXPECT_EQ(NULL, second);
+	EXPECT_EQ(ENOMEM, errno);
+	if (second)
+		ibv_dereg_mr(second);
+
+	EXPECT_EQ(0, ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+				  0, rw | IBV_ACCESS_REMOTE_READ))
+		TH_LOG("rereg, new rights: %s", strerror(errno));
+	EXPECT_EQ(0, ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0))
+		TH_LOG("rereg, new PD: %s", strerror(errno));
+	EXPECT_EQ(0, ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD |
+				  IBV_REREG_MR_CHANGE_ACCESS, self->pd, NULL,
+				  0, rw))
+		TH_LOG("rereg, both: %s", strerror(errno));
+	EXPECT_EQ(base + MEMLOCK_PAGES, pinned_pages());
+
+	ASSERT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(base, pinned_pages());
+out:
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+	free(a);
+	free(b);
 }
 
 TEST_HARNESS_MAIN
