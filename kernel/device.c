@@ -19,6 +19,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
+#include "ah.h"
 #include "compat.h"
 #include "cq.h"
 #include "device.h"
@@ -253,8 +254,10 @@ static void srx_dealloc_driver(struct ib_device *ibdev)
 
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	WARN_ON(!xa_empty(&sdev->mr_xa));
+	WARN_ON(!xa_empty(&sdev->ah_xa));
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->mr_xa);
+	xa_destroy(&sdev->ah_xa);
 	/* No receive can find the device any more (ib_device_try_get()). */
 	srx_tunnel_put(sdev);
 	free_percpu(sdev->counters);
@@ -270,11 +273,14 @@ static const struct ib_device_ops srx_device_ops = {
 	.alloc_hw_port_stats = srx_alloc_hw_port_stats,
 	.alloc_pd = srx_alloc_pd,
 	.alloc_ucontext = srx_alloc_ucontext,
+	.create_ah = srx_create_ah,
 	.create_cq = srx_compat_create_cq,
 	.create_qp = srx_create_qp,
+	.create_user_ah = srx_create_ah,
 	.dealloc_driver = srx_dealloc_driver,
 	.dealloc_pd = srx_dealloc_pd,
 	.dealloc_ucontext = srx_dealloc_ucontext,
+	.destroy_ah = srx_destroy_ah,
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,
@@ -298,6 +304,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.req_notify_cq = srx_req_notify_cq,
 	.resize_cq = srx_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, srx_ah, base_ah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srx_cq, base_cq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srx_pd, base_pd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srx_qp, base_qp),
@@ -327,6 +334,7 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->page_size_cap = ~(u64)(PAGE_SIZE - 1);
 	a->max_qp = srx_device_max_qp();
 	a->max_qp_wr = SRX_MAX_QP_WR;
+	a->max_ah = SRX_MAX_AH;
 	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
@@ -455,8 +463,11 @@ bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
  * interrupts off) and mr_xa's in process context only, with bottom halves
  * on (mr.c: lookups take no lock): sharing a class, lockdep took them for
  * one lock used both ways ("inconsistent lock state", make check-debug).
+ * ah_xa's is taken inside a send queue's lock (the take, ah.c) and on its
+ * own by AH create and destroy, always with interrupts saved.
  */
 static struct lock_class_key srx_qp_xa_key;
+static struct lock_class_key srx_ah_xa_key;
 
 /*
  * Create and register the device for @netdev.
@@ -480,6 +491,8 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 	lockdep_set_class(&sdev->qp_xa.xa_lock, &srx_qp_xa_key);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	lockdep_set_class(&sdev->ah_xa.xa_lock, &srx_ah_xa_key);
 	if (!sdev->counters) {
 		ret = -ENOMEM;
 		goto err_dealloc;

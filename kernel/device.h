@@ -71,6 +71,18 @@ enum srx_counter {
 	SRX_CNT_RETRANSMITS,		/* go-back-N restarts (retry_cnt used) */
 	SRX_CNT_RETRY_EXC,		/* retry_cnt exceeded */
 	SRX_CNT_RNR_RETRY_EXC,		/* rnr_retry exceeded */
+	/* datagrams (ud.c): each dropped, never delivered */
+	SRX_CNT_RCVD_QKEY_ERR,		/* Q_Key not the QP's */
+	SRX_CNT_RCVD_PKEY_ERR,		/* P_Key not the port's */
+	SRX_CNT_UD_RCVD_NO_WQE,		/* no receive WQE posted */
+	SRX_CNT_UD_RCVD_TOO_LONG,	/* GRH area + payload > the buffer */
+	SRX_CNT_UD_SEND_TOO_LONG,	/* > port MTU: completed, not sent */
+	/* QP1 (ud.c): MADs, and those of the CM (management class 0x07) */
+	SRX_CNT_MAD_SENT,
+	SRX_CNT_MAD_RCVD,
+	SRX_CNT_MAD_DROPPED,		/* for QP1, not delivered */
+	SRX_CNT_CM_SENT,
+	SRX_CNT_CM_RCVD,
 	SRX_CNT_COUNT
 };
 
@@ -121,11 +133,18 @@ struct srx_device {
 	atomic_t num_qp;
 	atomic_t num_pd;
 	atomic_t num_mr;
+	atomic_t num_ah;
 
 	struct xarray qp_xa;		/* qpn -> struct srx_qp, own lock */
 	u32 qp_next;			/* cyclic allocation hint, under qp_xa lock */
 	struct xarray mr_xa;		/* key index -> struct srx_mr, own lock */
 	u32 mr_next;			/* cyclic allocation hint, under mr_xa lock */
+	/*
+	 * User AHs: ah_num -> struct srx_ah (ah.c). Lookups copy under the
+	 * lock, so an AH is never read after its destroy returned.
+	 */
+	struct xarray ah_xa;
+	u32 ah_next;			/* cyclic allocation hint, under ah_xa lock */
 
 	struct srx_counters __percpu *counters;
 };

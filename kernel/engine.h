@@ -20,10 +20,13 @@
 
 #include <linux/types.h>
 
+#include "mr_check.h"	/* enum srx_acc */
 #include "roce_hdr.h"
 
 struct sk_buff;
+struct srx_av;
 struct srx_qp;
+struct srx_swqe;
 struct timer_list;
 struct work_struct;
 
@@ -160,7 +163,20 @@ bool srx_req_try_idle(struct srx_qp *qp);
 struct sk_buff *srx_pkt_alloc(struct srx_qp *qp,
 			      struct srx_roce_hdr_args *a, u32 payload,
 			      u8 **data);
+struct sk_buff *srx_pkt_alloc_to(struct srx_qp *qp, const struct srx_av *av,
+				 u32 dqpn, struct srx_roce_hdr_args *a,
+				 u32 payload, u8 **data);
 int srx_pkt_xmit(struct srx_qp *qp, struct sk_buff *skb);
+int srx_pkt_xmit_to(struct srx_qp *qp, const struct srx_av *av,
+		    struct sk_buff *skb);
+struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp);
+void srx_req_fail(struct srx_qp *qp, struct srx_swqe *e, u8 status);
+u8 srx_acc_wc_status(enum srx_acc acc);
+
+/* ud.c */
+bool srx_ud_req_run(struct srx_qp *qp, u32 budget);
+void srx_ud_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
+		struct sk_buff *skb);
 
 /* comp.c */
 void srx_comp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,

@@ -30,9 +30,11 @@
 #include <linux/log2.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "ah.h"
 #include "cq.h"
 #include "device.h"
 #include "qp.h"
@@ -771,6 +773,8 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 	if (av)
 		qp->av = *av;
 	qp->dqpn = a->dest_qp_num;
+	/* QP1's is fixed (ib_mad.h); the MAD layer sets the same. */
+	qp->qkey = qp->base_qp.qp_type == IB_QPT_GSI ? IB_QP1_QKEY : a->qkey;
 	req->retry_cnt = a->retry_cnt;
 	req->rnr_retry = a->rnr_retry;
 	req->max_rd_atomic = max_t(u8, a->max_rd_atomic, 1);
@@ -1028,7 +1032,7 @@ static int srx_qp_doorbell(struct srx_qp *qp, const void *wr)
 		return -EINVAL;
 	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
 	srx_qp_flush_if_error(qp, true);
-	if (qp->base_qp.qp_type != IB_QPT_RC)
+	if (qp->base_qp.qp_type == IB_QPT_UC)
 		return 0;
 	/*
 	 * Run the requester here for a few packets: a ping-pong's message
@@ -1102,6 +1106,11 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 	switch (qp->base_qp.qp_type) {
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
+		/* The AH by value, as the take copies a user AH's (take.c). */
+		if (!ud_wr(wr)->ah)
+			return -EINVAL;
+		wq->avs[wq->kprod & (wq->entries - 1)] =
+			to_srx_ah(ud_wr(wr)->ah)->av;
 		wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
 		wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
 		break;

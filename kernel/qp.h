@@ -57,6 +57,13 @@ struct srx_wq {
 	void *priv;
 	u32 priv_stride;
 	struct srx_wqe_limits lim;
+	/*
+	 * Datagram send queues: the address vector of each slot's WQE
+	 * [entries]. Written with the WQE, by the take (a user AH looked up,
+	 * srx_ah_lookup()) or by a kernel post (from its ib_ah), under lock;
+	 * read by the requester until the WQE completes, as the entry.
+	 */
+	struct srx_av *avs;
 };
 
 struct srx_qp {
@@ -101,6 +108,7 @@ struct srx_qp {
 	bool dead;
 	struct srx_av av;		/* both locks to write, either to read */
 	u32 dqpn;			/* the peer's QPN, as av */
+	u32 qkey;			/* UD/GSI: the QP's Q_Key, as av */
 	struct srx_req req;
 	struct srx_resp resp;
 	struct work_struct send_work;

@@ -34,6 +34,19 @@ bool srx_pkt_from_peer(const struct srx_qp *qp, const struct sk_buff *skb)
 	       !memcmp(&ipv6_hdr(skb)->saddr, av->dgid.raw, 16);
 }
 
+/* The transport of @qp's packets, as the opcode table names it. */
+static int srx_qp_roce_qpt(const struct srx_qp *qp)
+{
+	switch (qp->base_qp.qp_type) {
+	case IB_QPT_RC:
+		return SRX_ROCE_QPT_RC;
+	case IB_QPT_UC:
+		return SRX_ROCE_QPT_UC;
+	default:	/* UD and GSI */
+		return SRX_ROCE_QPT_UD;
+	}
+}
+
 /*
  * Take a received packet. skb->data is at the BTH; skb->len runs from the
  * BTH through the ICRC (its last SRX_ROCE_ICRC_BYTES bytes), which net.c
@@ -68,19 +81,22 @@ void srx_rcv(struct srx_device *sdev, struct sk_buff *skb)
 		kfree_skb(skb);
 		return;
 	}
-	/* UC and UD are not carried yet. */
-	if (pkt.op->qpt != SRX_ROCE_QPT_RC)
+	/* UC is not carried yet. */
+	if (pkt.op->qpt == SRX_ROCE_QPT_UC)
 		goto drop;
 
+	/* QPN 1 is the GSI QP's (qp.c); no QP has 0 or the multicast QPN. */
 	qp = srx_qp_get(sdev, pkt.qpn);
 	if (!qp)
 		goto drop;
-	if (qp->base_qp.qp_type != IB_QPT_RC) {
+	if (srx_qp_roce_qpt(qp) != pkt.op->qpt) {
 		srx_qp_put(qp);
 		goto drop;
 	}
 	/* The handlers check the state and the source under their lock. */
-	if (pkt.op->flags & SRX_ROCE_F_REQ)
+	if (pkt.op->qpt == SRX_ROCE_QPT_UD)
+		srx_ud_rcv(qp, &pkt, skb);
+	else if (pkt.op->flags & SRX_ROCE_F_REQ)
 		srx_resp_rcv(qp, &pkt, skb);
 	else
 		srx_comp_rcv(qp, &pkt, skb);

@@ -40,25 +40,28 @@ static void srx_skb_destructor(struct sk_buff *skb)
 }
 
 /**
- * srx_pkt_alloc - a packet of @qp's connection, headers written
+ * srx_pkt_alloc_to - a packet of @qp to @av and QP @dqpn, headers written
  * @qp: the QP
+ * @av: where it goes: the QP's own (srx_pkt_alloc()) or a UD WQE's
+ * @dqpn: the destination QPN
  * @a: the header values; pad, P_Key and the destination QPN are set here
  * @payload: payload bytes, which the caller writes at *@data
  * @data: where the payload goes
  *
  * The pad bytes are zeroed; the ICRC is srx_net_xmit()'s.
- * Context: any, send_lock or resp_lock held (av, dqpn).
+ * Context: any; @av stable under the caller's lock.
  * Return: the skb, or NULL (no route, no memory: counted as send_err;
  * the packet is as good as lost, which the protocol recovers from).
  */
-struct sk_buff *srx_pkt_alloc(struct srx_qp *qp, struct srx_roce_hdr_args *a,
-			      u32 payload, u8 **data)
+struct sk_buff *srx_pkt_alloc_to(struct srx_qp *qp, const struct srx_av *av,
+				 u32 dqpn, struct srx_roce_hdr_args *a,
+				 u32 payload, u8 **data)
 {
 	const struct srx_roce_opcode *op = srx_roce_opcode(a->opcode);
 	struct sk_buff *skb;
 	u8 pad = srx_roce_pad(payload);
 
-	skb = srx_net_alloc_skb(qp->sdev, &qp->av, op->hdr_len + payload + pad,
+	skb = srx_net_alloc_skb(qp->sdev, av, op->hdr_len + payload + pad,
 				GFP_ATOMIC);
 	if (IS_ERR(skb)) {
 		srx_count(qp->sdev, SRX_CNT_SEND_ERR, 1);
@@ -66,7 +69,7 @@ struct sk_buff *srx_pkt_alloc(struct srx_qp *qp, struct srx_roce_hdr_args *a,
 	}
 	a->pad = pad;
 	a->pkey = SRX_PKEY_DEFAULT;
-	a->qpn = qp->dqpn;
+	a->qpn = dqpn;
 	/* Cannot fail: a known opcode, 24-bit fields, room for the headers. */
 	srx_roce_build_hdr(skb->data, op->hdr_len, a);
 	memset(skb->data + op->hdr_len + payload, 0, pad);
@@ -75,17 +78,33 @@ struct sk_buff *srx_pkt_alloc(struct srx_qp *qp, struct srx_roce_hdr_args *a,
 }
 
 /*
- * Send a packet from srx_pkt_alloc(): it takes a QP reference that its
+ * A packet of @qp's connection (RC): to its address vector and peer QP.
+ * Context: any, send_lock or resp_lock held (av, dqpn).
+ */
+struct sk_buff *srx_pkt_alloc(struct srx_qp *qp, struct srx_roce_hdr_args *a,
+			      u32 payload, u8 **data)
+{
+	return srx_pkt_alloc_to(qp, &qp->av, qp->dqpn, a, payload, data);
+}
+
+/*
+ * Send a packet from srx_pkt_alloc_to() for the same @av: it takes a QP reference that its
  * destructor drops, wherever and whenever the stack frees it. The skb is
  * the stack's from here on (CVE-2024-38544: never touched after).
  * Context: any; the caller holds a reference on @qp.
  */
-int srx_pkt_xmit(struct srx_qp *qp, struct sk_buff *skb)
+int srx_pkt_xmit_to(struct srx_qp *qp, const struct srx_av *av,
+		    struct sk_buff *skb)
 {
 	refcount_inc(&qp->ref);
 	skb_shinfo(skb)->destructor_arg = qp;
 	skb->destructor = srx_skb_destructor;
-	return srx_net_xmit(qp->sdev, &qp->av, skb);
+	return srx_net_xmit(qp->sdev, av, skb);
+}
+
+int srx_pkt_xmit(struct srx_qp *qp, struct sk_buff *skb)
+{
+	return srx_pkt_xmit_to(qp, &qp->av, skb);
 }
 
 /* PSNs a message takes: one per path MTU of payload, one at least. */
@@ -218,14 +237,14 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 }
 
 /* A local fault completes the WQE with a local error (ibv_poll_cq(3)). */
-static void srx_req_fail(struct srx_qp *qp, struct srx_swqe *e, u8 status)
+void srx_req_fail(struct srx_qp *qp, struct srx_swqe *e, u8 status)
 {
 	e->eng.state = SRX_SWQE_ERROR;
 	e->eng.flags = status;
 	srx_comp_retire(qp);
 }
 
-static u8 srx_acc_wc_status(enum srx_acc acc)
+u8 srx_acc_wc_status(enum srx_acc acc)
 {
 	return acc == SRX_ACC_LENGTH ? IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR;
 }
@@ -327,7 +346,7 @@ bool srx_req_try_idle(struct srx_qp *qp)
  * The next WQE to send from, taking more from the ring when the taken
  * ones are all sent; NULL when there is none.
  */
-static struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
+struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
 {
 	struct srx_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -390,7 +409,7 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 
 /**
  * srx_req_run - send what the send queue holds, within limits
- * @qp: an RC QP
+ * @qp: the QP; a UD or GSI one goes to srx_ud_req_run()
  * @budget: packets at most
  *
  * Acts first on what the completer and the timers decided (a timeout, a
@@ -408,14 +427,18 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 	struct srx_req *req = &qp->req;
 	struct srx_swqe *e;
 	enum srx_acc acc;
-	bool rd;
+	bool rd, ud;
 
 	lockdep_assert_held(&qp->send_lock);
 
-	if (qp->base_qp.qp_type != IB_QPT_RC ||
-	    READ_ONCE(qp->state) != IB_QPS_RTS)
+	ud = qp->base_qp.qp_type == IB_QPT_UD ||
+	     qp->base_qp.qp_type == IB_QPT_GSI;
+	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
+	    (qp->base_qp.qp_type != IB_QPT_RC && !ud))
 		return false;
 	srx_req_set_active(qp);
+	if (ud)
+		return srx_ud_req_run(qp, budget);
 	if (req->timed_out)
 		srx_comp_timeout(qp);
 	if (req->go_back)

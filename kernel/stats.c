@@ -47,6 +47,16 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_RETRANSMITS].name = "completer_retry_err",
 	[SRX_CNT_RETRY_EXC].name = "retry_exceeded_err",
 	[SRX_CNT_RNR_RETRY_EXC].name = "retry_rnr_exceeded_err",
+	[SRX_CNT_RCVD_QKEY_ERR].name = "rcvd_qkey_err",
+	[SRX_CNT_RCVD_PKEY_ERR].name = "rcvd_pkey_err",
+	[SRX_CNT_UD_RCVD_NO_WQE].name = "ud_rcvd_no_wqe",
+	[SRX_CNT_UD_RCVD_TOO_LONG].name = "ud_rcvd_too_long",
+	[SRX_CNT_UD_SEND_TOO_LONG].name = "ud_send_too_long",
+	[SRX_CNT_MAD_SENT].name = "mad_sent",
+	[SRX_CNT_MAD_RCVD].name = "mad_rcvd",
+	[SRX_CNT_MAD_DROPPED].name = "mad_dropped",
+	[SRX_CNT_CM_SENT].name = "cm_sent",
+	[SRX_CNT_CM_RCVD].name = "cm_rcvd",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -25,6 +25,7 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
+#include "ah.h"
 #include "device.h"
 #include "qp.h"
 #include "ring.h"
@@ -86,13 +87,47 @@ int srx_wq_take_init(struct srx_wq *wq, const struct srx_device *sdev,
 			     SRX_TAKE_GFP);
 	if (!wq->priv)
 		return -ENOMEM;
+	if (send && lim->datagram) {
+		wq->avs = __vmalloc(array_size(wq->entries, sizeof(*wq->avs)),
+				    SRX_TAKE_GFP);
+		if (!wq->avs)
+			goto err_free_priv;
+	}
 	return 0;
+
+err_free_priv:
+	vfree(wq->priv);
+	wq->priv = NULL;
+	return -ENOMEM;
 }
 
 void srx_wq_take_fini(struct srx_wq *wq)
 {
+	vfree(wq->avs);
+	wq->avs = NULL;
 	vfree(wq->priv);
 	wq->priv = NULL;
+}
+
+/*
+ * A user UD WQE names its AH by number: copy the vector now, as the rest
+ * of the WQE is copied (the AH may be destroyed while the WQE waits). A
+ * kernel post has written the slot's vector already.
+ */
+static u8 srx_sq_take_av(struct srx_qp *qp, struct srx_wq *wq, u32 idx)
+{
+	struct srx_swqe *e = srx_sq_entry(wq, idx);
+
+	if (e->result != SRX_WQE_OK || !qp->is_user)
+		return e->result;
+	if (srx_ah_lookup(qp->sdev, e->wr.ud.ah, qp->base_qp.pd,
+			  &wq->avs[idx & (wq->entries - 1)]))
+		return SRX_WQE_OK;
+	e->result = SRX_WQE_BAD_AH;
+	e->num_sge = 0;
+	e->inline_len = 0;
+	e->length = 0;
+	return e->result;
 }
 
 /*
@@ -122,10 +157,12 @@ static u32 srx_wq_take(struct srx_qp *qp, struct srx_wq *wq, bool send,
 		u32 idx = wq->kcons + i;
 		u8 result;
 
-		if (send)
+		if (send) {
 			result = srx_swqe_copy(srx_sq_entry(wq, idx),
 					       srx_wq_slot(wq, idx), &wq->lim);
-		else
+			if (wq->avs)
+				result = srx_sq_take_av(qp, wq, idx);
+		} else
 			result = srx_rwqe_copy(srx_rq_entry(wq, idx),
 					       srx_wq_slot(wq, idx), &wq->lim);
 		invalid += result != SRX_WQE_OK;

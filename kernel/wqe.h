@@ -75,6 +75,8 @@ enum srx_wqe_result {
 	SRX_WQE_TOO_LONG,	/* length > the QP's maximum message size */
 	SRX_WQE_ATOMIC_LEN,	/* an atomic's local buffer, or an ATOMIC
 				 * WRITE's value, is not 8 bytes */
+	SRX_WQE_BAD_AH,		/* UD: wr.ud.ah names no AH of the QP's PD
+				 * (take.c; rxe: IB_WC_LOC_QP_OP_ERR) */
 	SRX_WQE_RESULT_COUNT
 };
 

@@ -24,11 +24,13 @@ suite=/usr/share/doc/rdma-core/tests
 # Debian's pyverbs is only visible to Debian's interpreter; a python3 that
 # comes first on PATH may be another one.
 python=/usr/bin/python3
-# The API tests, then the RC traffic tests that pass or skip with a known
-# reason below; Documentation/pyverbs-skips.md lists what is left out and why
-# (the UD tests: srx has no address handles yet).
+# The API tests, then the RC and UD traffic tests that pass or skip with a
+# known reason below; Documentation/pyverbs-skips.md lists what is left out
+# and why.
 default_tests=(test_device test_pd test_cq.CQAPITest test_cqex.CQEXAPITest
-	test_qp test_atomic test_cq_events.CqEventsTestCase.test_cq_events_rc
+	test_addr test_cq.CQTest test_cqex.CqExTestCase.test_ud_traffic_cq_ex
+	test_qp test_atomic test_cq_events
+	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic
 	test_mr.MRTest.test_mr_rereg_{access,access_bad_flow,pd,addr}
 	test_mr.MRTest.test_reg_mr_bad_flags test_mr.MWTest
 	test_mr.DeviceMemoryAPITest test_mr.DeviceMemoryTest
@@ -61,11 +63,6 @@ declare -A known_skips=(
 	# any other type with EOPNOTSUPP (probe_raw asks it as root, the way
 	# the tests do).
 	['^test_qp\.QPTest\.test_(create|query)_raw_qp']='raw|Create Raw Packet QP (with|without)( extended)? attrs is not supported'
-	# The ibv_wr_* API on a UD QP: srx has no address handles yet, so
-	# libsrx refuses send_ops_flags on a UD QP with EOPNOTSUPP
-	# (probe_qp_ex_ud), and test_qpex skips every case built on one:
-	# the UD sends and the four bad-flow cases.
-	['^test_qpex\.QpExTestCase\.test_(qp_ex_ud_|post_|full_|rq_)']='qp_ex_ud|Extended QP is not supported on this device'
 	# Memory windows: srx reports no IBV_DEVICE_MEM_WINDOW; srx.ko
 	# refuses an MR with IBV_ACCESS_MW_BIND, and libsrx has no alloc_mw
 	# op, both with EOPNOTSUPP (probe_mw).
@@ -213,31 +210,6 @@ def probe_raw():
     return with_pd_cq(create)
 
 
-def qp_ex_refused(qp_type, ops, what):
-    """(True, ...) when ibv_create_qp_ex() with send_ops_flags @ops on a
-    QP of @qp_type fails with EOPNOTSUPP, as create_qp_ex() in test_qpex
-    asks it."""
-    import pyverbs.enums as e
-    from pyverbs.qp import QP, QPCap, QPInitAttrEx
-
-    def create(ctx, pd, cq):
-        init = QPInitAttrEx(qp_type=qp_type, scq=cq, rcq=cq, pd=pd,
-                            cap=QPCap(max_send_wr=1, max_recv_wr=1),
-                            comp_mask=e.IBV_QP_INIT_ATTR_PD |
-                            e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-                            send_ops_flags=ops)
-        return eopnotsupp(f'ibv_create_qp_ex({what})',
-                          lambda: QP(ctx, init).close())
-    return with_pd_cq(create)
-
-
-def probe_qp_ex_ud():
-    """The ibv_wr_* API on UD QPs is absent when a UD QP with
-    send_ops_flags SEND fails with EOPNOTSUPP."""
-    import pyverbs.enums as e
-    return qp_ex_refused(e.IBV_QPT_UD, e.IBV_QP_EX_WITH_SEND, 'UD, SEND')
-
-
 def probe_xrc():
     """XRC is absent when the device does not report IBV_DEVICE_XRC and
     ibv_open_xrcd() fails with EOPNOTSUPP."""
@@ -332,7 +304,6 @@ def probe_dmabuf():
 
 
 for name, probe in (('dm', probe_dm), ('raw', probe_raw),
-                    ('qp_ex_ud', probe_qp_ex_ud),
                     ('xrc', probe_xrc),
                     ('mw', probe_mw),
                     ('dmabuf', probe_dmabuf)):

@@ -36,6 +36,7 @@ FIXTURE(qp) {
 	struct ibv_cq *scq, *rcq;
 	union ibv_gid gid;
 	struct ibv_qp *peer;	/* the destination, left in RESET */
+	struct ibv_ah *ah;	/* UD: an address handle to the device's GID 0 */
 	struct ibv_mr *mr;
 	char *buf;
 };
@@ -90,6 +91,16 @@ FIXTURE_SETUP(qp)
 	ASSERT_NE(NULL, self->rcq);
 	self->peer = qp_create(self, variant->type);
 	ASSERT_NE(NULL, self->peer);
+	if (variant->type == IBV_QPT_UD) {
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = self->gid, .hop_limit = 64 },
+		};
+
+		self->ah = ibv_create_ah(self->pd, &aa);
+		ASSERT_NE(NULL, self->ah) TH_LOG("create_ah: %s",
+						 strerror(errno));
+	}
 	self->buf = calloc(1, 65536);
 	ASSERT_NE(NULL, self->buf);
 	self->mr = ibv_reg_mr(self->pd, self->buf, 65536,
@@ -105,6 +116,8 @@ FIXTURE_TEARDOWN(qp)
 	if (self->mr)
 		ibv_dereg_mr(self->mr);
 	free(self->buf);
+	if (self->ah)
+		ibv_destroy_ah(self->ah);
 	if (self->peer)
 		ibv_destroy_qp(self->peer);
 	if (self->scq)
@@ -751,8 +764,8 @@ static const struct {
 
 /*
  * Post @n sends with wr_ids @first.. in one list, cycling through the
- * opcodes of the QP type and the device, every other one unsignaled.
- * Fills @want.
+ * opcodes of the QP type and the device, every other one unsignaled; on
+ * UD, SENDs to the fixture's peer through its AH. Fills @want.
  */
 static int post_sends(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 		      uint64_t first, int n, struct ibv_send_wr *wrs,
@@ -764,6 +777,8 @@ static int post_sends(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 
 	for (i = 0; i < n; i++) {
 		while ((send_ops[k % 7].rc_only && qp->qp_type != IBV_QPT_RC) ||
+		       (qp->qp_type == IBV_QPT_UD &&
+			send_ops[k % 7].wc != IBV_WC_SEND) ||
 		       (send_ops[k % 7].atomic &&
 			self->dattr.atomic_cap == IBV_ATOMIC_NONE))
 			k++;
@@ -785,6 +800,11 @@ static int post_sends(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 				(uintptr_t)self->buf + 8192;
 			wrs[i].wr.atomic.rkey = self->mr->rkey;
 			wrs[i].wr.atomic.compare_add = 1;
+		}
+		if (qp->qp_type == IBV_QPT_UD) {
+			wrs[i].wr.ud.ah = self->ah;
+			wrs[i].wr.ud.remote_qpn = self->peer->qp_num;
+			wrs[i].wr.ud.remote_qkey = 0x11111111;
 		}
 		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 		if (want) {
@@ -880,13 +900,10 @@ TEST_F(qp, flush_posted_in_err)
 	expect_flushed(_metadata, self->rcq, qp->qp_num, want, 4,
 		       "receives posted in ERR");
 
-	/* UD sends need an address handle, which srx does not have yet. */
-	if (variant->type != IBV_QPT_UD) {
-		ret = post_sends(self, qp, 80, 4, swrs, sges, want, &sbad);
-		ASSERT_EQ(0, ret) TH_LOG("post_send in ERR: %s", strerror(ret));
-		expect_flushed(_metadata, self->scq, qp->qp_num, want, 4,
-			       "sends posted in ERR");
-	}
+	ret = post_sends(self, qp, 80, 4, swrs, sges, want, &sbad);
+	ASSERT_EQ(0, ret) TH_LOG("post_send in ERR: %s", strerror(ret));
+	expect_flushed(_metadata, self->scq, qp->qp_num, want, 4,
+		       "sends posted in ERR");
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
@@ -1328,10 +1345,7 @@ TEST_F(qp, slot_freed_when_completion_polled)
 	ASSERT_EQ(0, qp_walk(self, qp, IBV_QPS_RTS));
 	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	expect_slots_follow_polls(_metadata, self, qp, false, cap.max_recv_wr);
-	/* UD sends need an address handle, which srx does not have yet. */
-	if (variant->type != IBV_QPT_UD)
-		expect_slots_follow_polls(_metadata, self, qp, true,
-					  cap.max_send_wr);
+	expect_slots_follow_polls(_metadata, self, qp, true, cap.max_send_wr);
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
@@ -1361,16 +1375,18 @@ TEST_F(qp, post_too_many_sges)
 				      strerror(ret));
 	EXPECT_EQ(&rwr, rbad);
 
-	if (variant->type != IBV_QPT_UD) {
-		swr.wr_id = 2;
-		swr.opcode = IBV_WR_SEND;
-		swr.sg_list = sges;
-		swr.num_sge = attr.cap.max_send_sge + 1;
-		ret = ibv_post_send(qp, &swr, &sbad);
-		EXPECT_EQ(EINVAL, ret) TH_LOG("%d SGEs: %s", swr.num_sge,
-					      strerror(ret));
-		EXPECT_EQ(&swr, sbad);
+	swr.wr_id = 2;
+	swr.opcode = IBV_WR_SEND;
+	swr.sg_list = sges;
+	swr.num_sge = attr.cap.max_send_sge + 1;
+	if (variant->type == IBV_QPT_UD) {
+		swr.wr.ud.ah = self->ah;
+		swr.wr.ud.remote_qpn = self->peer->qp_num;
 	}
+	ret = ibv_post_send(qp, &swr, &sbad);
+	EXPECT_EQ(EINVAL, ret) TH_LOG("%d SGEs: %s", swr.num_sge,
+				      strerror(ret));
+	EXPECT_EQ(&swr, sbad);
 
 	ASSERT_EQ(0, srx_qp_move(qp, IBV_QPS_ERR));
 	EXPECT_EQ(0, srx_wait_cqes(self->rcq, &wc, 1, 200));
@@ -1658,8 +1674,8 @@ static struct ibv_qp *qp_create_ex(FIXTURE_DATA(qp) *self,
  * ibv_create_qp_ex() takes send_ops_flags naming operations the QP type
  * has, and create_flags 0; anything else fails with EOPNOTSUPP on srx, as
  * rdma-core's providers answer (rxe's check_qp_init_attr(), v44). On srx
- * that includes operations it does not have yet (UD sends, which need
- * address handles; BIND_MW) and every create flag. ATOMIC_WRITE is RC's
+ * that includes operations it does not have yet (BIND_MW) and every
+ * create flag. ATOMIC_WRITE is RC's
  * alone, and there only where device_cap_flags_ex reports it (srx does).
  */
 TEST_F(qp, wr_api_create)
@@ -1716,13 +1732,6 @@ TEST_F(qp, wr_api_create)
 	errno = 0;
 	qp = qp_create_ex(self, variant->type,
 			  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0, ops, 16);
-	if (variant->type == IBV_QPT_UD && srx_test_is_srx()) {
-		EXPECT_EQ(NULL, qp);
-		EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("UD: %s", strerror(errno));
-		if (qp)
-			ibv_destroy_qp(qp);
-		return;
-	}
 	ASSERT_NE(NULL, qp) TH_LOG("ops %#llx: %s", (unsigned long long)ops,
 				   strerror(errno));
 	ex = ibv_qp_to_qp_ex(qp);
@@ -1756,6 +1765,14 @@ TEST_F(qp, wr_api_create)
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
+/* On UD, the current work request's address: the fixture's peer. */
+static void wr_ud_addr(FIXTURE_DATA(qp) *self, struct ibv_qp_ex *ex)
+{
+	if (ex->qp_base.qp_type == IBV_QPT_UD)
+		ibv_wr_set_ud_addr(ex, self->ah, self->peer->qp_num,
+				   0x11111111);
+}
+
 /* One SEND of 8 bytes from buf, as a batch of its own; its errno. */
 static int wr_send_one(FIXTURE_DATA(qp) *self, struct ibv_qp_ex *ex,
 		       uint64_t wr_id)
@@ -1764,6 +1781,7 @@ static int wr_send_one(FIXTURE_DATA(qp) *self, struct ibv_qp_ex *ex,
 	ex->wr_id = wr_id;
 	ex->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(ex);
+	wr_ud_addr(self, ex);
 	ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
 	return ibv_wr_complete(ex);
 }
@@ -1777,8 +1795,6 @@ TEST_F(qp, wr_api_needs_rts)
 	struct ibv_qp *qp;
 	int ret;
 
-	if (variant->type == IBV_QPT_UD && srx_test_is_srx())
-		SKIP(return, "srx has no UD sends yet");
 	qp = qp_create_ex(self, variant->type, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			  0, wr_ops_for(self, variant->type), 16);
 	ASSERT_NE(NULL, qp) TH_LOG("%s", strerror(errno));
@@ -1826,8 +1842,6 @@ TEST_F(qp, wr_api_batch_all_or_nothing)
 	uint32_t i;
 	int ret, n = 0;
 
-	if (variant->type == IBV_QPT_UD && srx_test_is_srx())
-		SKIP(return, "srx has no UD sends yet");
 	qp = qp_create_ex(self, variant->type, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			  0, wr_ops_for(self, variant->type), cap_wr);
 	ASSERT_NE(NULL, qp) TH_LOG("%s", strerror(errno));
@@ -1851,9 +1865,11 @@ TEST_F(qp, wr_api_batch_all_or_nothing)
 	ex->wr_flags = IBV_SEND_SIGNALED;
 	ex->wr_id = 100;
 	ibv_wr_send(ex);
+	wr_ud_addr(self, ex);
 	ibv_wr_set_sge_list(ex, 2, sges);
 	ex->wr_id = 101;
 	ibv_wr_send_imm(ex, htonl(7));
+	wr_ud_addr(self, ex);
 	ibv_wr_set_inline_data_list(ex, 2, bufs);
 	EXPECT_EQ(0, ibv_wr_complete(ex));
 	want[n].wr_id = 100;
@@ -1902,6 +1918,7 @@ TEST_F(qp, wr_api_batch_all_or_nothing)
 	for (i = 0; i <= attr.cap.max_send_wr; i++) {
 		ex->wr_id = 500 + i;
 		ibv_wr_send(ex);
+		wr_ud_addr(self, ex);
 		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
 	}
 	ret = ibv_wr_complete(ex);
@@ -1924,7 +1941,7 @@ TEST_F(qp, wr_api_batch_all_or_nothing)
 		EXPECT_EQ(EINVAL, ret) TH_LOG("setter first: %s",
 					      strerror(ret));
 
-		/* A UD address on a connected QP. */
+		/* A UD address without an AH (or on a connected QP). */
 		ibv_wr_start(ex);
 		ex->wr_id = 700;
 		ibv_wr_send(ex);
@@ -1952,11 +1969,17 @@ TEST_F(qp, wr_api_batch_all_or_nothing)
 	ibv_wr_start(ex);
 	for (i = 0; i < attr.cap.max_send_wr; i++) {
 		ex->wr_id = 900 + i;
-		ibv_wr_rdma_write(ex, self->mr->rkey,
-				  (uintptr_t)self->buf + 4096);
+		if (variant->type == IBV_QPT_UD) {
+			ibv_wr_send(ex);
+			wr_ud_addr(self, ex);
+		} else {
+			ibv_wr_rdma_write(ex, self->mr->rkey,
+					  (uintptr_t)self->buf + 4096);
+		}
 		ibv_wr_set_sge(ex, self->mr->lkey, (uintptr_t)self->buf, 8);
 		want[n].wr_id = 900 + i;
-		want[n++].opcode = IBV_WC_RDMA_WRITE;
+		want[n++].opcode = variant->type == IBV_QPT_UD ?
+				   IBV_WC_SEND : IBV_WC_RDMA_WRITE;
 	}
 	EXPECT_EQ(0, ibv_wr_complete(ex));
 	expect_flushed(_metadata, self->scq, qp->qp_num, want, n,

@@ -595,6 +595,7 @@ static void test_static_layout(void)
 	DRV(usrx_resize_cq_resp, ibv_resp, ib_uverbs_resize_cq_resp, srx_resize_cq_resp, 4);
 	DRV(usrx_create_qp_resp, ibv_resp, ib_uverbs_create_qp_resp, srx_create_qp_resp, 4);
 	DRV(usrx_create_qp_ex_resp, ibv_resp, ib_uverbs_ex_create_qp_resp, srx_create_qp_resp, 8);
+	DRV(usrx_create_ah_resp, ibv_resp, ib_uverbs_create_ah_resp, srx_create_ah_resp, 4);
 
 	/*
 	 * Room to grow (srx-abi.h, ABI 2): every layout and the context
@@ -610,6 +611,7 @@ static void test_static_layout(void)
 	CHECK(offsetof(struct srx_create_qp_resp, rq) == 64);
 	CHECK(sizeof(struct srx_alloc_ucontext_resp) == 16);
 	CHECK(offsetof(struct srx_alloc_ucontext_resp, comp_mask) == 12);
+	CHECK(sizeof(struct srx_create_ah_resp) == 8);
 	CHECK(sizeof(struct srx_create_cq_resp) % 8 == 0 &&
 	      sizeof(struct srx_resize_cq_resp) % 8 == 0 &&
 	      sizeof(struct srx_create_qp_resp) % 8 == 0 &&

@@ -438,6 +438,8 @@ TEST(atomic_write_take)
 		EXPECT_EQ(0x77u, t.se->wr.rdma.rkey);
 	}
 	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, srx_wqe_wc_status(SRX_WQE_ATOMIC_LEN));
+	/* A UD WQE naming no AH of its PD (take.c), as rxe completes it. */
+	EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, srx_wqe_wc_status(SRX_WQE_BAD_AH));
 
 	/* An 8-byte SGE instead of the bytes themselves: malformed. */
 	send_fill(&t, IBV_WR_ATOMIC_WRITE);

@@ -14,7 +14,12 @@
  *  - kernel QPs go through the transport engine: two RC QPs connected
  *    to each other on the device exchange a 3000-byte SEND at path MTU
  *    1024 (three packets), and the bytes arrive;
- *  - a QP's completions still in its CQ go when it is reset or destroyed.
+ *  - a QP's completions still in its CQ go when it is reset or destroyed;
+ *  - kernel UD: an AH created and destroyed with rdma_create_ah() and
+ *    rdma_destroy_ah() under a spinlock (ib_cm does so: they must not
+ *    sleep), a datagram between two UD QPs through it, received with
+ *    IB_WC_GRH, the sender's QPN and the 40-byte GRH area counted, and
+ *    ib_init_ah_attr_from_wc() reading an address back from it.
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
@@ -306,6 +311,168 @@ out_free:
 	kfree(dst);
 }
 
+#define SRX_KVERBS_QKEY	0x1234
+#define SRX_KVERBS_GRH	40
+
+static struct ib_qp *srx_kverbs_ud_qp(struct ib_pd *pd, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_UD, .sq_sig_type = IB_SIGNAL_ALL_WR,
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT, .port_num = 1,
+		.qkey = SRX_KVERBS_QKEY,
+	};
+	struct ib_qp *qp = ib_create_qp(pd, &init);
+
+	if (IS_ERR(qp))
+		return qp;
+	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			 IB_QP_PORT | IB_QP_QKEY))
+		goto err;
+	attr.qp_state = IB_QPS_RTR;
+	if (ib_modify_qp(qp, &attr, IB_QP_STATE))
+		goto err;
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = 3;
+	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN))
+		goto err;
+	return qp;
+err:
+	ib_destroy_qp(qp);
+	return ERR_PTR(-EINVAL);
+}
+
+static DEFINE_SPINLOCK(srx_kverbs_lock);
+
+/* Two kernel UD QPs on @dev: a datagram of @len bytes from a to b. */
+static noinline void srx_kverbs_ud(struct ib_device *dev, struct ib_pd *pd)
+{
+	const size_t len = 700;
+	struct ib_qp *a = NULL, *b = NULL;
+	struct rdma_ah_attr *ah_attr;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *sbad;
+	struct ib_cq *ca = NULL, *cb = NULL;
+	struct ib_sge ssge, rsge;
+	struct ib_ud_wr swr = {};
+	struct ib_recv_wr rwr = {};
+	struct ib_ah *ah = NULL;
+	unsigned long flags;
+	union ib_gid gid;
+	struct ib_wc wc;
+	u8 *src, *dst;
+	u64 sdma, rdma;
+	size_t i;
+	int ret;
+
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	CHECK(!ret, "UD: GID 0: %d", ret);
+	if (ret)
+		return;
+	src = kmalloc(len, GFP_KERNEL);
+	dst = kzalloc(SRX_KVERBS_GRH + len, GFP_KERNEL);
+	ah_attr = kzalloc(sizeof(*ah_attr), GFP_KERNEL);
+	ca = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	cb = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (!src || !dst || !ah_attr || IS_ERR(ca) || IS_ERR(cb)) {
+		CHECK(0, "UD setup");
+		goto out_free;
+	}
+	a = srx_kverbs_ud_qp(pd, ca);
+	b = srx_kverbs_ud_qp(pd, cb);
+	if (IS_ERR(a) || IS_ERR(b)) {
+		CHECK(0, "UD QPs");
+		goto out_qp;
+	}
+
+	ah_attr->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(ah_attr, 1);
+	rdma_ah_set_grh(ah_attr, &gid, 0, 0, 64, 0);
+	spin_lock_irqsave(&srx_kverbs_lock, flags);
+	ah = rdma_create_ah(pd, ah_attr, 0);
+	spin_unlock_irqrestore(&srx_kverbs_lock, flags);
+	if (IS_ERR(ah)) {
+		CHECK(0, "rdma_create_ah under a spinlock: %ld", PTR_ERR(ah));
+		ah = NULL;
+		goto out_qp;
+	}
+
+	for (i = 0; i < len; i++)
+		src[i] = (u8)(i * 7 + 3);
+	sdma = ib_dma_map_single(dev, src, len, DMA_TO_DEVICE);
+	rdma = ib_dma_map_single(dev, dst, SRX_KVERBS_GRH + len,
+				 DMA_FROM_DEVICE);
+	rsge = (struct ib_sge){ .addr = rdma, .length = SRX_KVERBS_GRH + len,
+				.lkey = pd->local_dma_lkey };
+	rwr.wr_id = 4;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	CHECK(!ret, "UD post_recv: %d", ret);
+	ssge = (struct ib_sge){ .addr = sdma, .length = len,
+				.lkey = pd->local_dma_lkey };
+	swr.wr.wr_id = 3;
+	swr.wr.sg_list = &ssge;
+	swr.wr.num_sge = 1;
+	swr.wr.opcode = IB_WR_SEND;
+	swr.wr.send_flags = IB_SEND_SIGNALED;
+	swr.ah = ah;
+	swr.remote_qpn = b->qp_num;
+	swr.remote_qkey = SRX_KVERBS_QKEY;
+	if (!ret)
+		ret = ib_post_send(a, &swr.wr, &sbad);
+	CHECK(!ret, "UD post_send: %d", ret);
+	if (!ret) {
+		CHECK(srx_kverbs_wait(ca, &wc) == 1 && wc.wr_id == 3 &&
+		      wc.status == IB_WC_SUCCESS, "UD send completion: status %d",
+		      wc.status);
+		memset(&wc, 0, sizeof(wc));
+		ret = srx_kverbs_wait(cb, &wc) == 1 ? 0 : -ETIMEDOUT;
+		CHECK(!ret && wc.wr_id == 4 && wc.status == IB_WC_SUCCESS &&
+		      wc.opcode == IB_WC_RECV &&
+		      wc.byte_len == SRX_KVERBS_GRH + len &&
+		      (wc.wc_flags & IB_WC_GRH) && wc.src_qp == a->qp_num,
+		      "UD receive: status %d, %u bytes, flags %#x, src_qp %u",
+		      wc.status, wc.byte_len, wc.wc_flags, wc.src_qp);
+	}
+	ib_dma_unmap_single(dev, sdma, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, rdma, SRX_KVERBS_GRH + len, DMA_FROM_DEVICE);
+	CHECK(!memcmp(src, dst + SRX_KVERBS_GRH, len), "UD bytes differ");
+	if (!ret && wc.status == IB_WC_SUCCESS) {
+		memset(ah_attr, 0, sizeof(*ah_attr));
+		ret = ib_init_ah_attr_from_wc(dev, 1, &wc,
+					      (const struct ib_grh *)dst,
+					      ah_attr);
+		CHECK(!ret && !memcmp(&ah_attr->grh.dgid, &gid, sizeof(gid)),
+		      "ib_init_ah_attr_from_wc: %d", ret);
+		if (!ret)
+			rdma_destroy_ah_attr(ah_attr);
+	}
+out_qp:
+	if (ah) {
+		/* The core WARNs if the driver's destroy fails. */
+		spin_lock_irqsave(&srx_kverbs_lock, flags);
+		rdma_destroy_ah(ah, 0);
+		spin_unlock_irqrestore(&srx_kverbs_lock, flags);
+	}
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+out_free:
+	if (!IS_ERR_OR_NULL(ca))
+		ib_free_cq(ca);
+	if (!IS_ERR_OR_NULL(cb))
+		ib_free_cq(cb);
+	kfree(ah_attr);
+	kfree(src);
+	kfree(dst);
+}
+
 static int srx_kverbs_move(struct ib_qp *qp, enum ib_qp_state state)
 {
 	struct ib_qp_attr attr = { .qp_state = state, .port_num = 1 };
@@ -454,6 +621,7 @@ static int srx_kverbs_add(struct ib_device *dev)
 	/* Its flushes, polled by nobody, went with it. */
 	CHECK(ib_poll_cq(cq, 1, &wc) == 0, "a destroyed QP's completion polled");
 	srx_kverbs_traffic(dev, pd);
+	srx_kverbs_ud(dev, pd);
 	srx_kverbs_clean(dev, pd);
 err_cq:
 	ib_free_cq(cq);

@@ -5,9 +5,9 @@
  *
  * Posting is not on the lock-free list: each queue has a spinlock for its
  * posters, as in every rdma-core provider. A receive makes no system call;
- * a send on an RC QP rings the doorbell (a write() POST_SEND without work
- * requests), in which the kernel's requester runs, only when the kernel's
- * send engine is idle (U6); other sends make none.
+ * a send on an RC or UD QP rings the doorbell (a write() POST_SEND without
+ * work requests), in which the kernel's requester runs, only when the
+ * kernel's send engine is idle (U6); other sends make none.
  * Any post rings when the kernel has put the QP in the error state: then
  * the kernel must see the new WQEs to complete them as flushed. A doorbell
  * that fails fails the post.
@@ -296,13 +296,13 @@ static bool srx_wq_publish(struct srx_wq *wq, uint32_t start)
 }
 
 /*
- * The same for an RC send queue, whose requester runs in the kernel (U6
- * of srx-abi.h): ring only if the kernel's send engine is idle. While it
+ * The same for an RC or UD send queue, whose requester runs in the kernel
+ * (U6 of srx-abi.h): ring only if the kernel's send engine is idle. While it
  * is active (a stream in flight) it reads prod again by itself, so a post
  * costs no system call; a QP in error keeps the engine idle, so a post to
  * it rings and is flushed.
  */
-static bool srx_sq_publish_rc(struct srx_wq *wq, uint32_t start)
+static bool srx_sq_publish_engine(struct srx_wq *wq, uint32_t start)
 {
 	if (wq->head == start)
 		return false;
@@ -311,11 +311,15 @@ static bool srx_sq_publish_rc(struct srx_wq *wq, uint32_t start)
 	return !(srx_load_relaxed(wq->engine) & SRX_WQ_ENGINE_ACTIVE);
 }
 
-/* Publish a send queue's new WQEs: srx_sq_publish_rc() or srx_wq_publish(). */
+/*
+ * Publish a send queue's new WQEs: srx_sq_publish_engine() where the
+ * kernel has a requester for the QP type, else srx_wq_publish().
+ */
 bool srx_sq_publish(struct srx_qp *qp, uint32_t start)
 {
-	if (qp->vqp.qp.qp_type == IBV_QPT_RC)
-		return srx_sq_publish_rc(&qp->sq, start);
+	if (qp->vqp.qp.qp_type == IBV_QPT_RC ||
+	    qp->vqp.qp.qp_type == IBV_QPT_UD)
+		return srx_sq_publish_engine(&qp->sq, start);
 	return srx_wq_publish(&qp->sq, start);
 }
 
@@ -403,8 +407,8 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && !srx_inline_ok(wr->opcode))
 		return EINVAL;
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD)
-		return EINVAL;	/* needs an address handle: not yet supported */
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
 	if (srx_wq_full(wq))
 		return ENOMEM;
 
@@ -418,6 +422,11 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 	else
 		wqe->ex = wr->imm_data;
 
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		wqe->wr.ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
+		wqe->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
+	}
 	switch (wr->opcode) {
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:

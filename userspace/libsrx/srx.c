@@ -163,11 +163,13 @@ static void srx_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops srx_ctx_ops = {
 	.alloc_pd = srx_alloc_pd,
+	.create_ah = srx_create_ah,
 	.create_cq = srx_create_cq,
 	.create_cq_ex = srx_create_cq_ex,
 	.create_qp = srx_create_qp,
 	.create_qp_ex = srx_create_qp_ex,
 	.dealloc_pd = srx_dealloc_pd,
+	.destroy_ah = srx_destroy_ah,
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,

@@ -208,10 +208,25 @@ static inline struct srx_qp *to_sqp(struct ibv_qp *ibqp)
 	return VERBS_PRIV_CONTAINER(ibqp, struct srx_qp, vqp.qp);
 }
 
+/* An address handle: its number in the kernel's table (ah.c). */
+struct srx_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ah_num;
+};
+
+static inline struct srx_ah *to_sah(struct ibv_ah *ibah)
+{
+	return VERBS_PRIV_CONTAINER(ibah, struct srx_ah, ibv_ah);
+}
+
 static inline void *srx_wq_slot(struct srx_wq *wq, uint32_t idx)
 {
 	return wq->wqes + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
 }
+
+/* ah.c */
+struct ibv_ah *srx_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int srx_destroy_ah(struct ibv_ah *ibah);
 
 /* cq.c */
 struct ibv_cq *srx_create_cq(struct ibv_context *ctx, int cqe,

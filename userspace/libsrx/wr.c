@@ -53,7 +53,7 @@ bool srx_wr_ops_ok(const struct srx_context *ctx, enum ibv_qp_type type,
 {
 	unsigned int i;
 
-	if (type != IBV_QPT_RC && type != IBV_QPT_UC)
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD)
 		return false;
 	for (i = 0; i < sizeof(srx_wr_ops) / sizeof(srx_wr_ops[0]); i++) {
 		if (!(flags & srx_wr_ops[i].flag))
@@ -311,15 +311,31 @@ static void srx_wr_set_inline_data(struct ibv_qp_ex *ex, void *addr,
 }
 
 /*
- * Setters of QP types srx cannot create with the API (UD, XRC): present
- * so that a call on the wrong QP fails its batch instead of jumping
- * through NULL.
+ * The destination of the current work request of a UD QP. Without it the
+ * WQE names AH 0, which is none: the kernel completes it with
+ * IBV_WC_LOC_QP_OP_ERR.
  */
 static void srx_wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
 			       uint32_t remote_qpn, uint32_t remote_qkey)
 {
-	srx_wr_fail(to_sqp_ex(ex), EINVAL);
+	struct srx_qp *qp = to_sqp_ex(ex);
+	struct srx_send_wqe *wqe = qp->wr_cur;
+
+	if (qp->wr_err)
+		return;
+	if (!wqe || !ah || qp->vqp.qp.qp_type != IBV_QPT_UD) {
+		srx_wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe->wr.ud.ah = to_sah(ah)->ah_num;
+	wqe->wr.ud.remote_qpn = remote_qpn;
+	wqe->wr.ud.remote_qkey = remote_qkey;
 }
+
+/*
+ * A setter of a QP type srx cannot create (XRC): present so that a call
+ * fails its batch instead of jumping through NULL.
+ */
 
 static void srx_wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t remote_srqn)
 {

@@ -386,4 +386,15 @@ struct srx_create_qp_resp {
 	struct srx_wq_layout rq;
 };
 
+/*
+ * Returned by AH create: the number a UD send WQE names the address handle
+ * by (srx_send_wqe.wr.ud.ah). Numbers are per device and never 0; the
+ * kernel looks one up when it takes the WQE, and a number that is not an
+ * AH of the QP's PD completes the WQE with IBV_WC_LOC_QP_OP_ERR.
+ */
+struct srx_create_ah_resp {
+	__u32 ah_num;
+	__u32 reserved;			/* 0 */
+};
+
 #endif /* SRX_ABI_USER_H */
