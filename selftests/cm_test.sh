@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# cm_test.sh - issue 13's rdma_cm: the kernel's ib_cm and rdma_cm over
+# srx's QP1 (UD MADs to QP 1, Q_Key 0x80010000), with librdmacm's own
+# programs, in the topologies of selftests/lib/topo.sh: srx to srx across
+# two namespaces (two devices in two namespaces of one host), one srx
+# device to itself, and srx to rdma_rxe both ways.
+#
+#   rping                 RC connection, SEND and RDMA READ/WRITE, 10 pings
+#   ucmatose              RC connections, SENDs both ways
+#   udaddy                UD through rdma_cm (SIDR, RDMA_PS_UDP's Q_Key)
+#   rdma_server/_client   the rdma_* convenience API
+#   rdma_xserver/_xclient the same with -c r (RC; srx has no XRC)
+#   rstream, riostream    rsockets: a stream over RDMA
+#   cmtime                20 connections set up and torn down at once
+#   ib_send_bw -R         perftest connecting through rdma_cm
+#   librspreload          an ordinary TCP program (python's socket) moved
+#                         onto rsockets by LD_PRELOAD: the bytes arrive
+#
+# srx to srx runs every one; srx to itself and srx with rdma_rxe run the
+# connection kinds (RC, UD through SIDR, rsockets, perftest). udpong
+# (rsockets' datagrams) is not here: its client fails in rconnect() with
+# ENOENT on srx, not yet understood (issue 13's note).
+#
+# Each case must pass; then no kernel warning may have been logged.
+set -u -o pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=selftests/lib/topo.sh
+. "$top/selftests/lib/topo.sh"
+RC_PORT_BASE=20100
+# shellcheck source=selftests/lib/rc.sh
+. "$top/selftests/lib/rc.sh"
+
+topo_trap
+trap 's=$?; trap - EXIT; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
+
+# An rdma_cm server listens on no TCP port that wait_listen could see: the
+# client is started again (at most 20 times the slowdown, a second apart)
+# until it reaches the listener; a client turned away before the server
+# listens is rejected by the passive side's CM and leaves no trace there.
+cm_tries=$((20 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
+
+# cmpair SRV CLI -- SERVER_CMD... -- CLIENT_CMD...: the server on side SRV
+# and then the client on side CLI; both must succeed. With cm_lingers=1 the
+# server serves until it is stopped (cmtime): it is stopped once the client
+# succeeded, and only the client's status counts.
+cm_lingers=0
+cmpair() {
+	local srv=$1 cli=$2 sargs=() cargs=() spid i rc=1
+	shift 2
+	[ "$1" = -- ] && shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
+	shift
+	cargs=("$@")
+	echo "# + [$srv] ${sargs[*]}"
+	topo_exec "$srv" timeout "$pair_limit" "${sargs[@]}" >"$tmp/srv" 2>&1 &
+	spid=$!
+	echo "# + [$cli] ${cargs[*]}"
+	for ((i = 0; i < cm_tries; i++)); do
+		sleep 1
+		if topo_exec "$cli" timeout "$pair_limit" "${cargs[@]}" \
+			>"$tmp/cli" 2>&1; then
+			rc=0
+			break
+		fi
+		kill -0 "$spid" 2>/dev/null || break
+	done
+	[ $rc = 0 ] || sed 's/^/#   client: /' "$tmp/cli" | tail -n 20
+	if [ "$cm_lingers" = 1 ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+	else
+		wait "$spid" ||
+			{ rc=1; sed 's/^/#   server: /' "$tmp/srv" | tail -n 20; }
+	fi
+	return $rc
+}
+
+ip_of() {
+	topo_var "$1" IP4
+}
+
+rping_() {
+	local a
+	a=$(ip_of "$1")
+	port=$((port + 1))
+	cmpair "$1" "$2" -- rping -s -a "$a" -p "$port" -C 10 -- \
+		rping -c -a "$a" -p "$port" -C 10 -v
+}
+
+ucmatose_() {
+	local a
+	a=$(ip_of "$1")
+	cmpair "$1" "$2" -- ucmatose -b "$a" -c 4 -C 10 -- \
+		ucmatose -s "$a" -c 4 -C 10
+}
+
+udaddy_() {
+	local a
+	a=$(ip_of "$1")
+	cmpair "$1" "$2" -- udaddy -b "$a" -c 4 -C 10 -- \
+		udaddy -s "$a" -c 4 -C 10
+}
+
+rdma_server_() {
+	port=$((port + 1))
+	cmpair "$1" "$2" -- rdma_server -p "$port" -- \
+		rdma_client -s "$(ip_of "$1")" -p "$port"
+}
+
+rdma_xserver_() {
+	port=$((port + 1))
+	cmpair "$1" "$2" -- rdma_xserver -p "$port" -c r -- \
+		rdma_xclient -s "$(ip_of "$1")" -p "$port" -c r
+}
+
+rstream_() {
+	port=$((port + 1))
+	cmpair "$1" "$2" -- rstream -b "$(ip_of "$1")" -p "$port" -S 65536 \
+		-C 200 -- rstream -s "$(ip_of "$1")" -p "$port" -S 65536 -C 200
+}
+
+riostream_() {
+	port=$((port + 1))
+	cmpair "$1" "$2" -- riostream -b "$(ip_of "$1")" -p "$port" -S 65536 \
+		-C 200 -- riostream -s "$(ip_of "$1")" -p "$port" -S 65536 \
+		-C 200
+}
+
+cmtime_() {
+	local rc
+	port=$((port + 1))
+	cm_lingers=1
+	cmpair "$1" "$2" -- cmtime -b "$(ip_of "$1")" -p "$port" -c 20 -- \
+		cmtime -s "$(ip_of "$1")" -p "$port" -c 20
+	rc=$?
+	cm_lingers=0
+	return $rc
+}
+
+perf_cm() {
+	local srv=$1 cli=$2
+	port=$((port + 1))
+	cmpair "$srv" "$cli" -- ib_send_bw -d "$(topo_var "$srv" DEV)" -R \
+		-F -n 200 -p "$port" -- ib_send_bw -d "$(topo_var "$cli" DEV)" \
+		-R -F -n 200 -p "$port" "$(ip_of "$srv")"
+}
+
+# A TCP echo of 1 MiB through librspreload: the client checks the bytes.
+rspreload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+preload_() {
+	local a
+	a=$(ip_of "$1")
+	port=$((port + 1))
+	cmpair "$1" "$2" -- env LD_PRELOAD="$rspreload" /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1)
+c, _ = s.accept(); n = 0
+while n < 1 << 20:
+    b = c.recv(65536)
+    if not b: break
+    c.sendall(b); n += len(b)
+c.close()' "$a" "$port" -- env LD_PRELOAD="$rspreload" /usr/bin/python3 -c '
+import hashlib, os, socket, sys
+d = os.urandom(1 << 20)
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+s.sendall(d); got = b""
+while len(got) < len(d):
+    b = s.recv(65536)
+    if not b: break
+    got += b
+sys.exit(0 if got == d else 1)' "$a" "$port"
+}
+
+# some SRV CLI: the connection kinds, server on SRV.
+some() {
+	local rc=0 t
+	for t in rping_ ucmatose_ udaddy_ rstream_ perf_cm; do
+		echo "# -- ${t%_}"
+		"$t" "$1" "$2" || { echo "#   ${t%_} failed"; rc=1; }
+	done
+	return $rc
+}
+
+echo "TAP version 13"
+for t in rping ucmatose udaddy rdma_server rstream cmtime ib_send_bw; do
+	command -v "$t" >/dev/null || { echo "1..0 # SKIP $t is not installed"; exit 4; }
+done
+
+# mads_grew BEFORE: the QP1 counters of both sides (as "a b" pairs of
+# mad_sent mad_rcvd cm_sent cm_rcvd) are all above BEFORE's.
+mad_counters() {
+	local s c
+	for s in a b; do
+		for c in mad_sent mad_rcvd cm_sent cm_rcvd; do
+			printf '%s ' "$(cnt $s $c)"
+		done
+	done
+}
+mads_grew() {
+	local before=($1) after i rc=0
+	read -ra after <<<"$(mad_counters)"
+	echo "#   mad_sent mad_rcvd cm_sent cm_rcvd, a then b: ${before[*]} -> ${after[*]}"
+	for i in "${!before[@]}"; do
+		[ "${after[$i]}" -gt "${before[$i]}" ] || rc=1
+	done
+	return $rc
+}
+
+if topo_up srx-srx && gids; then
+	mads0=$(mad_counters)
+	for t in rping_ ucmatose_ udaddy_ rdma_server_ rdma_xserver_ rstream_ \
+		riostream_ cmtime_ perf_cm preload_; do
+		ok "srx-srx (two namespaces): ${t%_}" "$t" a b
+	done
+	ok "srx-srx: QP1 counted the CM's MADs both ways" mads_grew "$mads0"
+else
+	ok "srx-srx topology" false
+fi
+
+if topo_up srx-self && gids; then
+	ok "srx-self: rping, ucmatose, udaddy, rstream, ib_send_bw -R" some a b
+else
+	ok "srx-self topology" false
+fi
+
+if topo_up srx-rxe && gids; then
+	ok "srx server, rxe client: rping, ucmatose, udaddy, rstream, ib_send_bw -R" \
+		some a b
+	ok "rxe server, srx client: rping, ucmatose, udaddy, rstream, ib_send_bw -R" \
+		some b a
+else
+	ok "srx-rxe topology" false
+fi
+
+ok "no kernel warning" kmsg_clean
+echo "1..$n"
+[ $fails = 0 ]
