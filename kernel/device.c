@@ -13,6 +13,7 @@
 #include <linux/if_arp.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
@@ -553,6 +554,23 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	list_add(&sdev->list, &srx_devices);
 	mutex_unlock(&srx_devices_lock);
 
+	/*
+	 * The device's sysfs "device" link is the netdev's parent (a virtio
+	 * device, a Hyper-V VMBus channel...), as for a hardware RoCE NIC, so
+	 * that /sys/class/infiniband/<name>/device/net names the netdev: tools
+	 * find a device's netdev that way (rdma-core's pyverbs rdmacm tests
+	 * do). Not a PCI function: udev's rdma_rename (rdma-core's
+	 * 60-rdma-persistent-naming.rules, NAME_FALLBACK) renames every RDMA
+	 * device whose parent is one after its slot (kernel-boot/rdma_rename.c,
+	 * by_onboard() and by_pci()), which would take away the name `rdma
+	 * link add` was given. veth, bonds and other virtual netdevs have no
+	 * parent, and the device no link. The driver core holds the parent
+	 * while the device is registered; the netdev, which goes first,
+	 * unregisters us. DMA stays virtual: ib_register_device() gets no
+	 * dma_device.
+	 */
+	if (netdev->dev.parent && !dev_is_pci(netdev->dev.parent))
+		ibdev->dev.parent = netdev->dev.parent;
 	ret = ib_register_device(ibdev, name, NULL);
 	if (ret)
 		goto err_dealloc;

@@ -319,6 +319,24 @@ t_coexist() {
 		[ "$(devinfo_field srx1 state)" = PORT_ACTIVE ]
 }
 
+# The sysfs device link: the netdev's parent (the virtio device of eth1),
+# device/net naming the netdev; and udev's rdma_rename, which Debian's
+# 60-rdma-persistent-naming.rules runs on every new RDMA device, keeps the
+# name (it renames only devices whose parent is PCI). A veth has no parent:
+# no link (checked in t_veth_add).
+rename_tool=/lib/udev/rdma_rename	# package rdma-core (make deps)
+t_sysfs_link() {
+	local l n
+	l=$(readlink -f /sys/class/infiniband/srx1/device) || return 1
+	n=$(readlink -f /sys/class/net/eth1/device) || return 1
+	echo "# srx1/device -> $l; eth1/device -> $n"
+	[ "$l" = "$n" ] || return 1
+	[ -e /sys/class/infiniband/srx1/device/net/eth1 ] || return 1
+	[ -x "$rename_tool" ] || { echo "# $rename_tool missing: make deps"; return 1; }
+	run_fails "$rename_tool" srx1 NAME_FALLBACK || return 1
+	have_dev srx1
+}
+
 t_eexist() {
 	kmark "link add twice"
 	run_fails rdma link add srxdup type srx netdev eth0 || return 1
@@ -418,7 +436,9 @@ t_veth_add() {
 	run ip link set dvA up || return 1
 	run ip link set dvB up || return 1
 	run rdma link add srxv type srx netdev dvA || return 1
-	wait_until 5 link_state_is srxv ACTIVE
+	wait_until 5 link_state_is srxv ACTIVE || return 1
+	# A veth has no parent device, so srxv has no device link.
+	[ ! -e /sys/class/infiniband/srxv/device ]
 }
 
 t_carrier() {
@@ -668,6 +688,7 @@ case_ "rdma link add autoloads srx after rmmod" t_autoload
 case_ "registration logs no error" t_register_log_clean
 case_ "rdma statistic shows the counters; cqes_posted grows with srx-cq-demo" t_counters
 case_ "a second device on eth1 coexists with srx0 (virtio)" t_coexist
+case_ "sysfs: srx1's device link is eth1's virtio device, device/net names eth1, and rdma_rename keeps the name" t_sysfs_link
 case_ "the same netdev twice: EEXIST, and srx says which device has it" t_eexist
 case_ "lo is refused (EINVAL) with a reason in the kernel log" t_refuse_lo
 case_ "a tun device is refused (EINVAL) with a reason in the kernel log" t_refuse_tun
@@ -675,7 +696,7 @@ case_ "a wireguard device is refused (EINVAL) with a reason in the kernel log" t
 case_ "rdma link delete removes srx1 and leaves srx0" t_link_delete
 case_ "VLAN: an address on eth1.100 is a RoCE v2 GID of srx on eth1" t_vlan_upper_gid
 case_ "VLAN: srx on a VLAN netdev is refused (EOPNOTSUPP), naming the real device to use" t_vlan_device_refused
-case_ "veth: rdma link add on dvA, port ACTIVE" t_veth_add
+case_ "veth: rdma link add on dvA, port ACTIVE, no device link" t_veth_add
 case_ "carrier off/on: port DOWN/ACTIVE and IBV_EVENT_PORT_ERR/PORT_ACTIVE" t_carrier
 case_ "active_mtu follows the netdev MTU as iboe_get_mtu computes it" t_mtu
 case_ "IPv4 and IPv6 addresses come and go as RoCE v2 GIDs" t_addresses
