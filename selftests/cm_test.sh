@@ -174,10 +174,18 @@ while len(got) < len(d):
 sys.exit(0 if got == d else 1)' "$a" "$port"
 }
 
-# some SRV CLI: the connection kinds, server on SRV.
+# some SRV CLI: the connection kinds, server on SRV. Not rstream with
+# rdma_rxe under make check-debug's KASAN kernel (SRX_TEST_KASAN): Linux
+# 6.1's rdma_rxe reads one pointer past its MR's page map when a copy ends
+# in the last page of a 256-page map (rxe_mr.c, rxe_mr_copy(); 6.2 rewrote
+# it; rc_traffic_test.sh has the same note), which rsockets' buffers hit:
+# 414 KASAN reports from rxe, in tasks rstream, both ways (2026-12-04).
+some_list=(rping_ ucmatose_ udaddy_ rstream_ perf_cm)
 some() {
 	local rc=0 t
-	for t in rping_ ucmatose_ udaddy_ rstream_ perf_cm; do
+	for t in "${some_list[@]}"; do
+		[ "$t" = rstream_ ] && [ "${SRX_TEST_KASAN:-0}" = 1 ] &&
+			[ "$(topo_var b DRIVER)" = rxe ] && continue
 		echo "# -- ${t%_}"
 		"$t" "$1" "$2" || { echo "#   ${t%_} failed"; rc=1; }
 	done
@@ -227,10 +235,11 @@ else
 fi
 
 if topo_up srx-rxe && gids; then
-	ok "srx server, rxe client: rping, ucmatose, udaddy, rstream, ib_send_bw -R" \
-		some a b
-	ok "rxe server, srx client: rping, ucmatose, udaddy, rstream, ib_send_bw -R" \
-		some b a
+	what="rping, ucmatose, udaddy, rstream, ib_send_bw -R"
+	[ "${SRX_TEST_KASAN:-0}" = 1 ] &&
+		what="rping, ucmatose, udaddy, ib_send_bw -R (no rstream on the KASAN kernel)"
+	ok "srx server, rxe client: $what" some a b
+	ok "rxe server, srx client: $what" some b a
 else
 	ok "srx-rxe topology" false
 fi

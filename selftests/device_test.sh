@@ -620,12 +620,21 @@ t_netns_shared_del() {
 	del_ns srxns
 }
 
+# set_netns_mode MODE: as topo_set_netns_mode() (lib/topo.sh): a namespace
+# deleted a moment ago goes away asynchronously (cleanup_net()), and until
+# it has the core answers EBUSY; on make check-debug's kernel that outlasted
+# the previous case (2026-12-04).
+set_netns_mode() {
+	wait_until $((T * ${SRX_TEST_TIMEOUT_SCALE:-1})) quiet rdma system set netns "$1" ||
+		run rdma system set netns "$1"
+}
+
 t_netns_exclusive() {
 	if quiet ip netns list && [ -n "$(ip netns list)" ]; then
 		say "other namespaces exist: $(ip netns list | tr '\n' ' ')"
 		return 1
 	fi
-	run rdma system set netns exclusive || return 1
+	set_netns_mode exclusive || return 1
 	make_ns || return 1
 	run ip netns exec "$ns" rdma link add srxns type srx netdev dvN || return 1
 	wait_until 5 link_state_is srxns ACTIVE "$ns" || return 1
@@ -644,7 +653,7 @@ t_netns_exclusive() {
 
 t_netns_exclusive_del() {
 	del_ns srxns "$ns" || return 1
-	run rdma system set netns shared
+	set_netns_mode shared
 }
 
 # ---------------------------------------------------------------------------
