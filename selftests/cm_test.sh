@@ -44,7 +44,11 @@ cm_tries=$((20 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
 # cmpair SRV CLI -- SERVER_CMD... -- CLIENT_CMD...: the server on side SRV
 # and then the client on side CLI; both must succeed. With cm_lingers=1 the
 # server serves until it is stopped (cmtime): it is stopped once the client
-# succeeded, and only the client's status counts.
+# succeeded, and only the client's status counts. It is stopped by name:
+# killing the background job would leave the program itself running in the
+# side's namespace until its timeout, and a process there keeps the
+# namespace alive after topo_down (the RDMA core then refuses to change
+# its netns mode with EBUSY: device_test on 6.12, 2026-12-04).
 cm_lingers=0
 cmpair() {
 	local srv=$1 cli=$2 sargs=() cargs=() spid i rc=1
@@ -68,7 +72,7 @@ cmpair() {
 	done
 	[ $rc = 0 ] || sed 's/^/#   client: /' "$tmp/cli" | tail -n 20
 	if [ "$cm_lingers" = 1 ]; then
-		kill "$spid" 2>/dev/null
+		pkill -x "$(basename "${sargs[0]}")"
 		wait "$spid"
 	else
 		wait "$spid" ||

@@ -623,9 +623,12 @@ t_netns_shared_del() {
 # set_netns_mode MODE: as topo_set_netns_mode() (lib/topo.sh): a namespace
 # deleted a moment ago goes away asynchronously (cleanup_net()), and until
 # it has the core answers EBUSY; on make check-debug's kernel that outlasted
-# the previous case (2026-12-04).
+# the previous case (2026-12-04). A process an earlier test left in one of
+# its namespaces keeps that alive until the process ends, at the latest at
+# its test's limit (selftests/lib/rc.sh, pair_limit, 120 s): wait that long.
 set_netns_mode() {
-	wait_until $((T * ${SRX_TEST_TIMEOUT_SCALE:-1})) quiet rdma system set netns "$1" ||
+	wait_until $(((T + 120) * ${SRX_TEST_TIMEOUT_SCALE:-1})) \
+		quiet rdma system set netns "$1" ||
 		run rdma system set netns "$1"
 }
 
