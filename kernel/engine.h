@@ -26,6 +26,7 @@
 struct sk_buff;
 struct srx_av;
 struct srx_qp;
+struct srx_rwqe;
 struct srx_swqe;
 struct timer_list;
 struct work_struct;
@@ -195,5 +196,6 @@ void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		  struct sk_buff *skb);
 void srx_resp_work(struct work_struct *w);
 void srx_resp_drop_held(struct srx_qp *qp);
+struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp);
 
 #endif /* SRX_ENGINE_H */

@@ -77,11 +77,18 @@ static void srx_resp_nak(struct srx_qp *qp, enum srx_aeth_nak code, u32 psn)
 	srx_resp_send_aeth(qp, SRX_ROCE_RC_ACK, srx_aeth_syn_nak(code), psn, 0);
 }
 
-/* The receive WQE the current message lands in; NULL if none is posted. */
-static struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp)
+/*
+ * The receive WQE the current message lands in (the oldest taken, one
+ * taken from the ring if there is none); NULL if none is posted. UD's
+ * receive (ud.c) takes its WQE the same way.
+ * Context: resp_lock held.
+ */
+struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp)
 {
 	struct srx_wq *rq = &qp->rq;
 	unsigned long flags;
+
+	lockdep_assert_held(&qp->resp_lock);
 
 	if (rq->kcons == rq->kdone) {
 		spin_lock_irqsave(&rq->lock, flags);

@@ -201,26 +201,17 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 {
 	u32 len = SRX_UD_GRH_BYTES + pkt->payload_len;
 	struct srx_device *sdev = qp->sdev;
-	struct srx_wq *rq = &qp->rq;
 	u8 grh[SRX_UD_GRH_BYTES];
 	struct srx_cqe cqe = {};
-	unsigned long flags;
 	struct srx_rwqe *e;
 	enum srx_acc acc;
 
-	lockdep_assert_held(&qp->resp_lock);
-
-	if (rq->kcons == rq->kdone) {
-		spin_lock_irqsave(&rq->lock, flags);
-		srx_rq_take(qp, 1);
-		spin_unlock_irqrestore(&rq->lock, flags);
-		if (rq->kcons == rq->kdone) {
-			/* No RNR on UD: the datagram is lost ([IBTA] 9.9.3). */
-			srx_count(sdev, SRX_CNT_UD_RCVD_NO_WQE, 1);
-			return false;
-		}
+	e = srx_resp_rwqe(qp);
+	if (!e) {
+		/* No RNR on UD: the datagram is lost ([IBTA] 9.9.3). */
+		srx_count(sdev, SRX_CNT_UD_RCVD_NO_WQE, 1);
+		return false;
 	}
-	e = srx_rq_entry(rq, rq->kdone);
 	cqe.wr_id = e->wr_id;
 	cqe.opcode = IB_WC_RECV;
 	cqe.qp_num = qp->base_qp.qp_num;

@@ -162,10 +162,17 @@ static int srx_kverbs_wait(struct ib_cq *cq, struct ib_wc *wc)
 	return 0;
 }
 
-static struct ib_qp *srx_kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq)
+#define SRX_KVERBS_QKEY	0x1234
+
+/*
+ * A kernel QP of @type on @pd in INIT on port 1: an RC QP granting remote
+ * write, a UD QP with Q_Key SRX_KVERBS_QKEY.
+ */
+static struct ib_qp *srx_kverbs_qp(struct ib_pd *pd, struct ib_cq *cq,
+				   enum ib_qp_type type)
 {
 	struct ib_qp_init_attr init = {
-		.qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_ALL_WR,
+		.qp_type = type, .sq_sig_type = IB_SIGNAL_ALL_WR,
 		.send_cq = cq, .recv_cq = cq,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
@@ -173,13 +180,15 @@ static struct ib_qp *srx_kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq)
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT, .port_num = 1,
 		.qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+		.qkey = SRX_KVERBS_QKEY,
 	};
+	int mask = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+		   (type == IB_QPT_UD ? IB_QP_QKEY : IB_QP_ACCESS_FLAGS);
 	struct ib_qp *qp = ib_create_qp(pd, &init);
 
 	if (IS_ERR(qp))
 		return qp;
-	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			 IB_QP_PORT | IB_QP_ACCESS_FLAGS)) {
+	if (ib_modify_qp(qp, &attr, mask)) {
 		ib_destroy_qp(qp);
 		return ERR_PTR(-EINVAL);
 	}
@@ -249,8 +258,8 @@ static void srx_kverbs_traffic(struct ib_device *dev, struct ib_pd *pd)
 		CHECK(0, "traffic setup");
 		goto out_free;
 	}
-	a = srx_kverbs_rc_qp(pd, ca);
-	b = srx_kverbs_rc_qp(pd, cb);
+	a = srx_kverbs_qp(pd, ca, IB_QPT_RC);
+	b = srx_kverbs_qp(pd, cb, IB_QPT_RC);
 	if (IS_ERR(a) || IS_ERR(b)) {
 		CHECK(0, "traffic QPs");
 		goto out_qp;
@@ -311,29 +320,16 @@ out_free:
 	kfree(dst);
 }
 
-#define SRX_KVERBS_QKEY	0x1234
 #define SRX_KVERBS_GRH	40
 
+/* A kernel UD QP in RTS. */
 static struct ib_qp *srx_kverbs_ud_qp(struct ib_pd *pd, struct ib_cq *cq)
 {
-	struct ib_qp_init_attr init = {
-		.qp_type = IB_QPT_UD, .sq_sig_type = IB_SIGNAL_ALL_WR,
-		.send_cq = cq, .recv_cq = cq,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ib_qp_attr attr = {
-		.qp_state = IB_QPS_INIT, .port_num = 1,
-		.qkey = SRX_KVERBS_QKEY,
-	};
-	struct ib_qp *qp = ib_create_qp(pd, &init);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
+	struct ib_qp *qp = srx_kverbs_qp(pd, cq, IB_QPT_UD);
 
 	if (IS_ERR(qp))
 		return qp;
-	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			 IB_QP_PORT | IB_QP_QKEY))
-		goto err;
-	attr.qp_state = IB_QPS_RTR;
 	if (ib_modify_qp(qp, &attr, IB_QP_STATE))
 		goto err;
 	attr.qp_state = IB_QPS_RTS;
@@ -510,8 +506,8 @@ static void srx_kverbs_clean(struct ib_device *dev, struct ib_pd *pd)
 		CHECK(0, "clean: CQ: %ld", PTR_ERR(cq));
 		return;
 	}
-	a = srx_kverbs_rc_qp(pd, cq);
-	b = srx_kverbs_rc_qp(pd, cq);
+	a = srx_kverbs_qp(pd, cq, IB_QPT_RC);
+	b = srx_kverbs_qp(pd, cq, IB_QPT_RC);
 	if (IS_ERR(a) || IS_ERR(b)) {
 		CHECK(0, "clean: QPs");
 		goto out;
