@@ -83,6 +83,9 @@ enum srx_counter {
 	SRX_CNT_MAD_DROPPED,		/* for QP1, not delivered */
 	SRX_CNT_CM_SENT,
 	SRX_CNT_CM_RCVD,
+	/* UC (resp.c): never answered, so a drop is seen only here */
+	SRX_CNT_UC_RCVD_DROPPED,	/* packets of a message not placed */
+	SRX_CNT_UC_MSG_ABANDONED,	/* cut short by the next FIRST/ONLY */
 	SRX_CNT_COUNT
 };
 
@@ -223,3 +226,4 @@ int srx_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 	ibdev_dbg(&(sdev)->base_dev, "%s: " fmt, __func__, ##__VA_ARGS__)
 
 #endif /* SRX_DEVICE_H */
+

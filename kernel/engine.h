@@ -132,6 +132,7 @@ struct srx_resp {
 	bool nak_sent;		/* a sequence NAK went out for epsn */
 	u32 cur_op;		/* SRX_ROCE_F_SEND/_WRITE in progress, or 0 */
 	bool have_rwqe;		/* rq.kdone's WQE holds the current SEND */
+	bool drop_msg;		/* UC: the rest of this message is dropped */
 	u64 offset;		/* bytes of the current SEND placed */
 	u64 va;			/* current WRITE: next byte */
 	u32 rkey;

@@ -796,6 +796,7 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 		resp->nak_sent = false;
 		resp->cur_op = 0;
 		resp->have_rwqe = false;
+		resp->drop_msg = false;
 		resp->offset = 0;
 	}
 	/*
@@ -834,6 +835,7 @@ static void srx_qp_engine_reset(struct srx_qp *qp)
 	qp->resp.started = false;
 	qp->resp.cur_op = 0;
 	qp->resp.have_rwqe = false;
+	qp->resp.drop_msg = false;
 	qp->resp.offset = 0;
 	qp->resp.res_head = 0;
 	qp->resp.rd_next = 0;
@@ -975,7 +977,7 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_sge = qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->sq.max_inline;
 	/*
-	 * An RC QP's PSNs move with its traffic: report where the engine
+	 * A connected QP's PSNs move with its traffic: report where the engine
 	 * is, the next PSN to send and the next expected, as rxe does
 	 * (rxe_qp_to_attr()), so that `rdma resource show qp` and
 	 * ibv_query_qp() tell a stalled connection from a moving one; in
@@ -983,7 +985,7 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	 * that never started (ERR from INIT, say) has only the values
 	 * modify_qp set. state_mutex keeps modify_qp, which sets them, out.
 	 */
-	if (ibqp->qp_type == IB_QPT_RC) {
+	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) {
 		spin_lock_bh(&qp->send_lock);
 		if (qp->req.started)
 			attr->sq_psn = qp->req.psn;
@@ -1032,8 +1034,6 @@ static int srx_qp_doorbell(struct srx_qp *qp, const void *wr)
 		return -EINVAL;
 	srx_count(qp->sdev, SRX_CNT_DOORBELLS, 1);
 	srx_qp_flush_if_error(qp, true);
-	if (qp->base_qp.qp_type == IB_QPT_UC)
-		return 0;
 	/*
 	 * Run the requester here for a few packets: a ping-pong's message
 	 * leaves within the system call that posted it. The rest is

@@ -81,10 +81,6 @@ void srx_rcv(struct srx_device *sdev, struct sk_buff *skb)
 		kfree_skb(skb);
 		return;
 	}
-	/* UC is not carried yet. */
-	if (pkt.op->qpt == SRX_ROCE_QPT_UC)
-		goto drop;
-
 	/* QPN 1 is the GSI QP's (qp.c); no QP has 0 or the multicast QPN. */
 	qp = srx_qp_get(sdev, pkt.qpn);
 	if (!qp)

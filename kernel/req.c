@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The requester of the RC transport: request packets built from the
+ * The requester of the RC and UC transports: request packets built from the
  * private copy of a send WQE (take.c) and a PSN, and nothing else.
  *
  * A packet is a pure function of (swqe, PSN, QP attributes): its opcode
@@ -173,6 +173,17 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 
 	a.opcode = srx_req_opcode(e, first, last);
 	a.psn = psn;
+	/*
+	 * UC sends the SENDs and WRITEs of RC under its own transport bits
+	 * (the opcode's top three bits, [IBTA] 9.2.3): the same message
+	 * shapes, never acknowledged.
+	 */
+	BUILD_BUG_ON(SRX_ROCE_UC_SEND_FIRST !=
+		     (SRX_ROCE_RC_SEND_FIRST | SRX_ROCE_TRANSPORT_UC));
+	BUILD_BUG_ON(SRX_ROCE_UC_WRITE_ONLY_IMM !=
+		     (SRX_ROCE_RC_WRITE_ONLY_IMM | SRX_ROCE_TRANSPORT_UC));
+	if (qp->base_qp.qp_type == IB_QPT_UC)
+		a.opcode |= SRX_ROCE_TRANSPORT_UC;
 	switch (e->opcode) {
 	case IB_WR_RDMA_READ:
 		a.va = e->wr.rdma.remote_addr + off;
@@ -210,8 +221,9 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 		/* SE on a message's last packet: SEND, WRITE with immediate. */
 		a.se = last && (e->send_flags & SRX_SEND_SOLICITED) &&
 		       e->opcode != IB_WR_RDMA_WRITE;
-		a.ackreq = last || req->probe ||
-			   req->since_ackreq + 1 >= SRX_ACKREQ_EVERY;
+		a.ackreq = qp->base_qp.qp_type == IB_QPT_RC &&
+			   (last || req->probe ||
+			    req->since_ackreq + 1 >= SRX_ACKREQ_EVERY);
 		break;
 	}
 
@@ -342,11 +354,8 @@ bool srx_req_try_idle(struct srx_qp *qp)
 	return true;
 }
 
-/*
- * The next WQE to send from, taking more from the ring when the taken
- * ones are all sent; NULL when there is none.
- */
-struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
+/* The next WQE taken and not all sent, taking more if need be, or NULL. */
+static struct srx_swqe *srx_req_take_next(struct srx_qp *qp)
 {
 	struct srx_wq *sq = &qp->sq;
 	unsigned long flags;
@@ -360,6 +369,23 @@ struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
 			return NULL;
 	}
 	return srx_sq_entry(sq, qp->req.cur);
+}
+
+/*
+ * The next WQE to send from, taking more from the ring when the taken
+ * ones are all sent; NULL when there is none, and then a user QP's engine
+ * has gone idle unless something outstanding keeps it active (K6: a post
+ * that came while it went idle is taken here).
+ * Context: send_lock held.
+ */
+struct srx_swqe *srx_req_next_wqe(struct srx_qp *qp)
+{
+	struct srx_swqe *e;
+
+	while (!(e = srx_req_take_next(qp)))
+		if (!srx_req_try_idle(qp))
+			return NULL;
+	return e;
 }
 
 /*
@@ -407,9 +433,53 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 	return true;
 }
 
+/*
+ * The UC requester: the RC one without a window, ACKs or a timer
+ * ([IBTA] 9.8: UC is unacknowledged). A WQE completes when its last
+ * packet is handed to IP, as a UD send does (ud.c) and as rxe completes
+ * UC; a packet lost on the way is the responder's to notice (it drops
+ * the message, resp.c), never the requester's. una follows psn_max, so
+ * the engine may go idle between messages (srx_req_try_idle()).
+ * Context: send_lock held; the QP in RTS.
+ */
+static bool srx_uc_req_run(struct srx_qp *qp, u32 budget)
+{
+	struct srx_req *req = &qp->req;
+	struct srx_swqe *e;
+	enum srx_acc acc;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	while (budget && READ_ONCE(qp->state) == IB_QPS_RTS) {
+		e = srx_req_next_wqe(qp);
+		if (!e)
+			break;
+		if (e->eng.state == SRX_SWQE_ERROR)
+			break;
+		if (e->eng.state == SRX_SWQE_NEW && !srx_req_start(qp, e))
+			break;
+		acc = srx_req_send_pkt(qp, e, req->psn);
+		if (acc != SRX_ACC_OK) {
+			srx_req_fail(qp, e, srx_acc_wc_status(acc));
+			break;
+		}
+		budget--;
+		req->psn = srx_psn_add(req->psn, 1);
+		req->psn_max = req->psn;
+		if (srx_psn_diff(req->psn, e->eng.last_psn) == 1) {
+			e->eng.state = SRX_SWQE_DONE;
+			req->cur++;
+			req->una = req->psn;
+			srx_comp_retire(qp);
+		}
+	}
+	return !budget;
+}
+
 /**
  * srx_req_run - send what the send queue holds, within limits
- * @qp: the QP; a UD or GSI one goes to srx_ud_req_run()
+ * @qp: the QP; a UD or GSI one goes to srx_ud_req_run(), a UC one to
+ *	srx_uc_req_run()
  * @budget: packets at most
  *
  * Acts first on what the completer and the timers decided (a timeout, a
@@ -427,18 +497,22 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 	struct srx_req *req = &qp->req;
 	struct srx_swqe *e;
 	enum srx_acc acc;
-	bool rd, ud;
+	bool rd;
 
 	lockdep_assert_held(&qp->send_lock);
 
-	ud = qp->base_qp.qp_type == IB_QPT_UD ||
-	     qp->base_qp.qp_type == IB_QPT_GSI;
-	if (READ_ONCE(qp->state) != IB_QPS_RTS ||
-	    (qp->base_qp.qp_type != IB_QPT_RC && !ud))
+	if (READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
 	srx_req_set_active(qp);
-	if (ud)
+	switch (qp->base_qp.qp_type) {
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
 		return srx_ud_req_run(qp, budget);
+	case IB_QPT_UC:
+		return srx_uc_req_run(qp, budget);
+	default:
+		break;
+	}
 	if (req->timed_out)
 		srx_comp_timeout(qp);
 	if (req->go_back)
@@ -451,12 +525,8 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 
 	while (budget && READ_ONCE(qp->state) == IB_QPS_RTS) {
 		e = srx_req_next_wqe(qp);
-		if (!e) {
-			/* Nothing to take: idle, unless a post just came. */
-			if (srx_req_try_idle(qp))
-				continue;
+		if (!e)
 			break;
-		}
 		if (e->eng.state == SRX_SWQE_ERROR)
 			break;
 		rd = srx_wqe_opcode_is_rd_atomic(e->opcode);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The responder of the RC transport: the receive side of a QP's peer's
- * requests. It places SEND payloads in receive WQEs and WRITE payloads in
+ * The responder of the RC transport, and of UC (srx_uc_one()): the receive
+ * side of a QP's peer's requests. It places SEND payloads in receive WQEs and WRITE payloads in
  * memory regions (through the memory-key layer's rkey, PD, access and
  * bounds checks, mr.c), executes ATOMICs and ATOMIC WRITEs, answers
  * READs, and sends ACKs and NAKs.
@@ -46,6 +46,7 @@ enum srx_resp_result {
 	SRX_RESP_NAK_INV,	/* invalid request: NAK, QP to error */
 	SRX_RESP_NAK_ACCESS,	/* remote access error: NAK, QP to error */
 	SRX_RESP_NAK_OP,	/* remote operational error: NAK, QP to error */
+	SRX_RESP_DROP,		/* UC: the message cannot be placed; dropped */
 };
 
 static void srx_resp_send_aeth(struct srx_qp *qp, u8 opcode, u8 syndrome,
@@ -152,6 +153,13 @@ static enum srx_resp_result srx_resp_send(struct srx_qp *qp,
 				   IB_ACCESS_LOCAL_WRITE, e->sge, e->num_sge,
 				   resp->offset, (void *)(buf + pkt->payload_off),
 				   pkt->payload_len, SRX_TO_MR);
+		/*
+		 * Longer than the buffer: on UC the message is dropped and
+		 * the WQE kept for the next one (rxe's class D1, the
+		 * RESPST_ERR_LENGTH case of rxe_responder()).
+		 */
+		if (acc == SRX_ACC_LENGTH && qp->base_qp.qp_type == IB_QPT_UC)
+			return SRX_RESP_DROP;
 		if (acc == SRX_ACC_LENGTH) {
 			/* Longer than the buffer: IBTA 9.9.3.1.2, class B. */
 			srx_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
@@ -675,6 +683,57 @@ static void srx_resp_one(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	}
 }
 
+/*
+ * A UC request ([IBTA] 9.8.3; rxe_resp.c of 6.1: check_psn(), and
+ * drop_msg in rxe_responder()). Nothing is ever answered. A packet out of
+ * sequence, or one of a message that cannot be placed (no receive WQE, a
+ * bad rkey, no remote write right, too long), drops the rest of its
+ * message; the next FIRST or ONLY, at whatever PSN, starts afresh there.
+ * A receive WQE a dropped SEND had begun to fill is kept for the next
+ * SEND (srx_resp_rwqe() hands out the oldest taken). Only a fault of the
+ * receive WQE itself, a local error, completes it and ends the QP.
+ * Context: resp_lock held.
+ */
+static void srx_uc_one(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
+		       struct sk_buff *skb)
+{
+	struct srx_resp *resp = &qp->resp;
+	bool start = pkt->op->flags & SRX_ROCE_F_FIRST;
+	enum srx_resp_result res;
+
+	lockdep_assert_held(&qp->resp_lock);
+
+	if (resp->drop_msg || pkt->psn != resp->epsn ||
+	    (start && resp->cur_op)) {
+		if (!start) {
+			resp->drop_msg = true;
+			srx_count(qp->sdev, SRX_CNT_UC_RCVD_DROPPED, 1);
+			return;
+		}
+		if (resp->cur_op && !resp->drop_msg)
+			srx_count(qp->sdev, SRX_CNT_UC_MSG_ABANDONED, 1);
+		resp->drop_msg = false;
+		resp->cur_op = 0;
+		resp->offset = 0;
+		resp->epsn = pkt->psn;
+	}
+	res = srx_resp_execute(qp, pkt, skb->data);
+	switch (res) {
+	case SRX_RESP_ACK:
+	case SRX_RESP_ANSWERED:
+		resp->epsn = srx_psn_add(resp->epsn, 1);
+		break;
+	case SRX_RESP_NAK_OP:
+		resp->cur_op = 0;
+		srx_qp_set_error(qp);
+		break;
+	default:
+		resp->drop_msg = true;
+		srx_count(qp->sdev, SRX_CNT_UC_RCVD_DROPPED, 1);
+		break;
+	}
+}
+
 /* The parse of a held request, in its skb's control block. */
 static struct srx_roce_pkt *srx_resp_held_pkt(struct sk_buff *skb)
 {
@@ -742,6 +801,10 @@ void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	if (state < IB_QPS_RTR || state == IB_QPS_ERR || qp->dead ||
 	    !srx_pkt_from_peer(qp, skb)) {
 		srx_count(qp->sdev, SRX_CNT_RCVD_DROPPED, 1);
+		goto out;
+	}
+	if (qp->base_qp.qp_type == IB_QPT_UC) {
+		srx_uc_one(qp, pkt, skb);
 		goto out;
 	}
 	if (!skb_queue_empty(&qp->resp.held) || srx_resp_run_reads(qp, 0)) {

@@ -152,11 +152,8 @@ bool srx_ud_req_run(struct srx_qp *qp, u32 budget)
 
 	while (budget && READ_ONCE(qp->state) == IB_QPS_RTS) {
 		e = srx_req_next_wqe(qp);
-		if (!e) {
-			if (srx_req_try_idle(qp))
-				continue;
+		if (!e)
 			break;
-		}
 		budget--;
 		status = srx_ud_send(qp, e, qp->req.cur);
 		if (status != IB_WC_SUCCESS) {

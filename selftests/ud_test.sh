@@ -32,28 +32,9 @@ RC_PORT_BASE=19800
 topo_trap
 trap 's=$?; trap - EXIT; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
 
-# The IPv6 GIDs (gids() sets the IPv4 ones).
-gid6_a='' gid6_b=''
-gids6() {
-	gid6_a=$(topo_wait_gid a "$TOPO_A_DEV" "$TOPO_A_IP6") || return 1
-	gid6_b=$(topo_wait_gid b "$TOPO_B_DEV" "$TOPO_B_IP6") || return 1
-}
-
 # udpp SRV CLI 4|6 SIZE [ARGS]: ibv_ud_pingpong between the two sides.
 udpp() {
-	local srv=$1 cli=$2 v=$3 size=$4 gs gc
-	shift 4
-	if [ "$v" = 4 ]; then
-		[ "$srv" = a ] && gs=$gid_a || gs=$gid_b
-		[ "$cli" = a ] && gc=$gid_a || gc=$gid_b
-	else
-		[ "$srv" = a ] && gs=$gid6_a || gs=$gid6_b
-		[ "$cli" = a ] && gc=$gid6_a || gc=$gid6_b
-	fi
-	pair "$srv" "$cli" -- ibv_ud_pingpong -d "$(topo_var "$srv" DEV)" \
-		-g "$gs" -s "$size" -n 50 "$@" -- \
-		ibv_ud_pingpong -d "$(topo_var "$cli" DEV)" -g "$gc" \
-		-s "$size" -n 50 "$@"
+	pp46 ibv_ud_pingpong "$@"
 }
 
 pingpongs() {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""Send crafted RoCE v2 packets (IBTA Annex A17) for net_test.sh.
+"""Send crafted RoCE v2 packets (IBTA Annex A17) for net_test.sh and uc_check.
 
 Builds IP, UDP, BTH, payload, pad and ICRC itself and sends them through a
 raw socket with the IP header included (IPPROTO_RAW), so every byte the
@@ -12,12 +12,18 @@ IPv6 traffic class, flow label, hop limit; UDP checksum; BTH byte 4),
 stored little-endian, as Linux 6.1's rxe_icrc.c does on x86.
 
   roce_send.py SRC DST SPEC...
-    SPEC is KIND:COUNT[:PAYLOAD[:nodf]] (one interpreter start for all:
-    under TCG each one costs seconds)
+    SPEC is KIND:COUNT[:PAYLOAD[:OPTION...]] (one interpreter start for
+    all: under TCG each one costs seconds)
     KIND good:      correct ICRC
          bad-icrc:  ICRC with one bit flipped
          short:     UDP payload of 10 bytes, less than BTH + ICRC
-    nodf: IPv4 without DF, so that a router may fragment it
+    OPTION nodf:    IPv4 without DF, so that a router may fragment it
+           op=N:    the BTH opcode (default 0x04, RC SEND_ONLY); only
+                    opcodes whose headers are the BTH alone (SENDs without
+                    immediate data) are built right
+           qpn=N:   the destination QP (default 0x11)
+           psn=N:   the PSN (default 1)
+    The payload's byte i is (i * 7 + 3) & 0xff.
 Addresses with a colon are IPv6.
 """
 import socket
@@ -28,12 +34,12 @@ import zlib
 PORT = 4791
 
 
-def bth(pad):
-    # RC SEND_ONLY, PadCnt, P_Key 0xffff, byte 4 (FECN/BECN: masked) 0x80,
-    # DestQP 0x000011, AckReq, PSN 0x000001
-    return struct.pack("!BBHB3sB3s", 0x04, pad << 4, 0xFFFF, 0x80,
-                       (0x11).to_bytes(3, "big"), 0x80,
-                       (1).to_bytes(3, "big"))
+def bth(pad, op=0x04, qpn=0x11, psn=1):
+    # opcode, PadCnt, P_Key 0xffff, byte 4 (FECN/BECN: masked) 0x80,
+    # DestQP, AckReq, PSN
+    return struct.pack("!BBHB3sB3s", op, pad << 4, 0xFFFF, 0x80,
+                       qpn.to_bytes(3, "big"), 0x80,
+                       psn.to_bytes(3, "big"))
 
 
 def icrc(ip_hdr, udp_hdr, rest, ipv6):
@@ -53,12 +59,12 @@ def icrc(ip_hdr, udp_hdr, rest, ipv6):
     return zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(body))
 
 
-def packet(src, dst, ipv6, kind, payload_len, df=True):
+def packet(src, dst, ipv6, kind, payload_len, df=True, fields=None):
     if kind == "short":
         roce = bytes(10)
     else:
         pad = (4 - payload_len % 4) % 4
-        roce = bth(pad) + bytes(
+        roce = bth(pad, **(fields or {})) + bytes(
             (i * 7 + 3) & 0xFF for i in range(payload_len)) + bytes(pad)
     udp_len = 8 + len(roce) + (0 if kind == "short" else 4)
     udp = struct.pack("!HHHH", 0xC001, PORT, udp_len, 0)
@@ -91,8 +97,16 @@ def main():
         f = spec.split(":")
         kind, count = f[0], int(f[1])
         payload_len = int(f[2]) if len(f) > 2 else 32
-        df = not (len(f) > 3 and f[3] == "nodf")
-        pkt = packet(src, dst, ipv6, kind, payload_len, df)
+        df, fields = True, {}
+        for opt in f[3:]:
+            if opt == "nodf":
+                df = False
+            else:
+                key, val = opt.split("=")
+                if key not in ("op", "qpn", "psn"):
+                    sys.exit("unknown option " + opt)
+                fields[key] = int(val, 0)
+        pkt = packet(src, dst, ipv6, kind, payload_len, df, fields)
         for _ in range(count):
             s.sendto(pkt, (dst, 0, 0, 0) if ipv6 else (dst, 0))
 

@@ -87,6 +87,31 @@ gids() {
 	gid_b=$(topo_wait_gid b "$TOPO_B_DEV" "$TOPO_B_IP4") || return 1
 }
 
+# The IPv6 GIDs (gids() sets the IPv4 ones).
+gid6_a='' gid6_b=''
+gids6() {
+	gid6_a=$(topo_wait_gid a "$TOPO_A_DEV" "$TOPO_A_IP6") || return 1
+	gid6_b=$(topo_wait_gid b "$TOPO_B_DEV" "$TOPO_B_IP6") || return 1
+}
+
+# pp46 TOOL SRV CLI 4|6 SIZE [ARGS]: one of libibverbs' pingpong examples
+# (ibv_ud_pingpong, ibv_uc_pingpong) between the two sides, 50 iterations
+# over their IPv4 or IPv6 GIDs.
+pp46() {
+	local tool=$1 srv=$2 cli=$3 v=$4 size=$5 gs gc
+	shift 5
+	if [ "$v" = 4 ]; then
+		[ "$srv" = a ] && gs=$gid_a || gs=$gid_b
+		[ "$cli" = a ] && gc=$gid_a || gc=$gid_b
+	else
+		[ "$srv" = a ] && gs=$gid6_a || gs=$gid6_b
+		[ "$cli" = a ] && gc=$gid6_a || gc=$gid6_b
+	fi
+	pair "$srv" "$cli" -- "$tool" -d "$(topo_var "$srv" DEV)" -g "$gs" \
+		-s "$size" -n 50 "$@" -- \
+		"$tool" -d "$(topo_var "$cli" DEV)" -g "$gc" -s "$size" -n 50 "$@"
+}
+
 # pp SRV CLI SIZE MTU [ARG]: ibv_rc_pingpong between the two sides.
 pp() {
 	local srv=$1 cli=$2 size=$3 mtu=$4 extra=${5:-}

@@ -311,16 +311,10 @@ static bool srx_sq_publish_engine(struct srx_wq *wq, uint32_t start)
 	return !(srx_load_relaxed(wq->engine) & SRX_WQ_ENGINE_ACTIVE);
 }
 
-/*
- * Publish a send queue's new WQEs: srx_sq_publish_engine() where the
- * kernel has a requester for the QP type, else srx_wq_publish().
- */
+/* Publish a send queue's new WQEs: every QP type has a send engine. */
 bool srx_sq_publish(struct srx_qp *qp, uint32_t start)
 {
-	if (qp->vqp.qp.qp_type == IBV_QPT_RC ||
-	    qp->vqp.qp.qp_type == IBV_QPT_UD)
-		return srx_sq_publish_engine(&qp->sq, start);
-	return srx_wq_publish(&qp->sq, start);
+	return srx_sq_publish_engine(&qp->sq, start);
 }
 
 /*
