@@ -259,6 +259,7 @@ static void srx_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->ah_xa);
+	srx_mcast_destroy(&sdev->mcast);
 	/* No receive can find the device any more (ib_device_try_get()). */
 	srx_tunnel_put(sdev);
 	free_percpu(sdev->counters);
@@ -274,6 +275,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.alloc_hw_port_stats = srx_alloc_hw_port_stats,
 	.alloc_pd = srx_alloc_pd,
 	.alloc_ucontext = srx_alloc_ucontext,
+	.attach_mcast = srx_attach_mcast,
 	.create_ah = srx_create_ah,
 	.create_cq = srx_compat_create_cq,
 	.create_qp = srx_create_qp,
@@ -285,6 +287,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,
+	.detach_mcast = srx_detach_mcast,
 	.disassociate_ucontext = srx_disassociate_ucontext,
 	.get_dma_mr = srx_get_dma_mr,
 	.get_hw_stats = srx_get_hw_stats,
@@ -336,6 +339,10 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_qp = srx_device_max_qp();
 	a->max_qp_wr = SRX_MAX_QP_WR;
 	a->max_ah = SRX_MAX_AH;
+	a->max_mcast_grp = SRX_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SRX_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SRX_MAX_MCAST_GRP *
+				       SRX_MAX_MCAST_QP_ATTACH;
 	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
@@ -494,6 +501,7 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	lockdep_set_class(&sdev->ah_xa.xa_lock, &srx_ah_xa_key);
+	srx_mcast_init(&sdev->mcast);
 	if (!sdev->counters) {
 		ret = -ENOMEM;
 		goto err_dealloc;

@@ -9,6 +9,8 @@
 
 #include <rdma/srx-abi.h>
 
+#include "mcast.h"
+
 /*
  * Limits of one srx device. They are what the object layer enforces, and
  * query_device reports exactly these.
@@ -86,6 +88,9 @@ enum srx_counter {
 	/* UC (resp.c): never answered, so a drop is seen only here */
 	SRX_CNT_UC_RCVD_DROPPED,	/* packets of a message not placed */
 	SRX_CNT_UC_MSG_ABANDONED,	/* cut short by the next FIRST/ONLY */
+	/* UD multicast (mcast.c) */
+	SRX_CNT_MCAST_RCVD,		/* deliveries to attached QPs */
+	SRX_CNT_MCAST_DROPPED,		/* no group, not UD, a QP missed it */
 	SRX_CNT_COUNT
 };
 
@@ -148,6 +153,8 @@ struct srx_device {
 	 */
 	struct xarray ah_xa;
 	u32 ah_next;			/* cyclic allocation hint, under ah_xa lock */
+
+	struct srx_mcast mcast;		/* UD multicast groups (mcast.c) */
 
 	struct srx_counters __percpu *counters;
 };

@@ -13,6 +13,7 @@
 
 #include "device.h"
 #include "engine.h"
+#include "mcast.h"
 #include "net.h"
 #include "qp.h"
 
@@ -79,6 +80,10 @@ void srx_rcv(struct srx_device *sdev, struct sk_buff *skb)
 	if (srx_roce_parse(skb->data, skb->len, &pkt)) {
 		srx_count(sdev, SRX_CNT_RCVD_MALFORMED, 1);
 		kfree_skb(skb);
+		return;
+	}
+	if (pkt.qpn == SRX_BTH_QPN_MULTICAST) {
+		srx_mcast_rcv(sdev, &pkt, skb);
 		return;
 	}
 	/* QPN 1 is the GSI QP's (qp.c); no QP has 0 or the multicast QPN. */

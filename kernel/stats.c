@@ -59,6 +59,8 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_CM_RCVD].name = "cm_rcvd",
 	[SRX_CNT_UC_RCVD_DROPPED].name = "uc_rcvd_dropped",
 	[SRX_CNT_UC_MSG_ABANDONED].name = "uc_msg_abandoned",
+	[SRX_CNT_MCAST_RCVD].name = "mcast_rcvd",
+	[SRX_CNT_MCAST_DROPPED].name = "mcast_dropped",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -68,10 +68,6 @@ declare -A known_skips=(
 	# op, both with EOPNOTSUPP (probe_mw).
 	['^test_mr\.MWTest\.test_(mw_type|invalidate_mw_type)']='mw|Reg MR with MW access is not supported'
 	['^test_mr\.MWTest\.test_reg_mw_wrong_type$']='mw|Create memory window of type 3 is not supported'
-	# Multicast: srx reports max_mcast_grp = 0 (probe_mcast) and has no
-	# attach_mcast op; test_rdmacm's multicast cases skip on the report
-	# (tests/utils.py, requires_mcast_support()).
-	['^test_rdmacm\.CMTestCase\.test_rdmacm_async(_ex)?(_leave)?_multicast_traffic$']='mcast|Multicast is not supported on this device'
 	['^test_qpex\.QpExTestCase\.test_qp_ex_rc_bind_mw$']='mw|Create custom mr with additional access flags .* is not supported'
 	# XRC: srx reports no IBV_DEVICE_XRC and ibv_open_xrcd() fails with
 	# EOPNOTSUPP (libsrx sets no open_xrcd op; probe_xrc).
@@ -228,14 +224,6 @@ def probe_raw():
     return with_pd_cq(create)
 
 
-def probe_mcast():
-    """Multicast is absent when the device reports max_mcast_grp 0."""
-    import pyverbs.device as d
-    with d.Context(name=dev) as ctx:
-        n = ctx.query_device().max_mcast_grp
-    return n == 0, f'query_device: max_mcast_grp={n}'
-
-
 def probe_xrc():
     """XRC is absent when the device does not report IBV_DEVICE_XRC and
     ibv_open_xrcd() fails with EOPNOTSUPP."""
@@ -330,7 +318,6 @@ def probe_dmabuf():
 
 
 for name, probe in (('dm', probe_dm), ('raw', probe_raw),
-                    ('mcast', probe_mcast),
                     ('xrc', probe_xrc),
                     ('mw', probe_mw),
                     ('dmabuf', probe_dmabuf)):

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -115,6 +117,43 @@ static inline int rc_qp_rts(struct ibv_qp *qp, const struct rc_path *p)
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A UD QP from RESET to RTS with Q_Key @qkey on port 1. */
+static inline int rc_ud_qp_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
+	};
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	attr.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+		return -1;
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0;
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/* One completion of @cq within @ms milliseconds: 1, 0 (none) or -1. */
+static inline int rc_poll_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	struct timespec t0, t;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		r = ibv_poll_cq(cq, 1, wc);
+		if (r)
+			return r;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			return 0;
+		usleep(100);
+	}
 }
 
 #endif /* SRX_SELFTESTS_RC_QP_H */

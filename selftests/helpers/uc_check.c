@@ -172,25 +172,6 @@ static int end_init(struct end *e, const char *dev, int gid_index)
 	return e->qp ? 0 : -1;
 }
 
-/* One completion of @cq within @ms (0: none came; -1: poll failed). */
-static int poll_ms(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	struct timespec t0, t;
-	int r;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		r = ibv_poll_cq(cq, 1, wc);
-		if (r)
-			return r;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 +
-		    (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
-			return 0;
-		usleep(100);
-	}
-}
-
 /* A payload byte: the same rule as roce_send.py's. */
 static uint8_t pattern(size_t i)
 {
@@ -224,7 +205,7 @@ static bool post_wait(struct end *a, enum ibv_wr_opcode op, size_t len,
 		perror("# ibv_post_send");
 		return false;
 	}
-	if (poll_ms(a->scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS) {
+	if (rc_poll_ms(a->scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS) {
 		fprintf(stderr, "# send of tag %u: no successful completion\n",
 			tag);
 		return false;
@@ -255,7 +236,7 @@ static bool got(struct end *b, struct ibv_qp *qp, uint64_t wr_id,
 	struct ibv_qp_attr attr;
 	struct ibv_wc wc;
 
-	if (poll_ms(b->rcq, &wc, 10000) != 1) {
+	if (rc_poll_ms(b->rcq, &wc, 10000) != 1) {
 		fprintf(stderr, "# no receive completion\n");
 		return false;
 	}
@@ -285,7 +266,7 @@ static bool got(struct end *b, struct ibv_qp *qp, uint64_t wr_id,
 static bool none(struct end *b)
 {
 	struct ibv_wc wc;
-	int r = poll_ms(b->rcq, &wc, 500);
+	int r = rc_poll_ms(b->rcq, &wc, 500);
 
 	if (r)
 		fprintf(stderr, "# an unexpected receive completion: %s wr_id %llu byte_len %u\n",
@@ -327,7 +308,7 @@ static bool case_multi(struct end *a, struct end *b)
 	    !post_wait(a, IBV_WR_RDMA_WRITE_WITH_IMM, 16, 4,
 		       (uintptr_t)target(b) + 4 * MTU, b->mr->rkey))
 		return false;
-	if (poll_ms(b->rcq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS ||
+	if (rc_poll_ms(b->rcq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS ||
 	    wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
 	    !(wc.wc_flags & IBV_WC_WITH_IMM) ||
 	    ntohl(wc.imm_data) != (0x5eed0000u | 4) || wc.wr_id != 2 ||

@@ -106,9 +106,6 @@ static int end_init(struct end *e, const char *dev, int gid_index,
 		.cap = { .max_send_wr = 16, .max_recv_wr = NRECV,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
-	};
 	int i;
 
 	e->ctx = rc_open_device(dev);
@@ -128,17 +125,7 @@ static int end_init(struct end *e, const char *dev, int gid_index,
 	ia.send_cq = e->cq;
 	ia.recv_cq = e->cq;
 	e->qp = e->mr ? ibv_create_qp(e->pd, &ia) : NULL;
-	if (!e->qp)
-		return -1;
-	if (ibv_modify_qp(e->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	attr.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(e->qp, &attr, IBV_QP_STATE))
-		return -1;
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0;
-	if (ibv_modify_qp(e->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
+	if (!e->qp || rc_ud_qp_rts(e->qp, qkey))
 		return -1;
 	for (i = 0; i < NRECV; i++)
 		if (post_recv(e))

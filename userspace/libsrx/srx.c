@@ -163,6 +163,8 @@ static void srx_free_context(struct ibv_context *ibctx)
 
 static const struct verbs_context_ops srx_ctx_ops = {
 	.alloc_pd = srx_alloc_pd,
+	/* The kernel does the work (mcast.c); no ring is involved. */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = srx_create_ah,
 	.create_cq = srx_create_cq,
 	.create_cq_ex = srx_create_cq_ex,
@@ -173,6 +175,7 @@ static const struct verbs_context_ops srx_ctx_ops = {
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srx_free_context,
 	.modify_qp = srx_modify_qp,
 	.poll_cq = srx_poll_cq,
