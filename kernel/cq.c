@@ -744,6 +744,11 @@ static void srx_cqe_to_wc(const struct srx_cqe *cqe, struct ib_qp *qp,
 		wc->wc_flags |= IB_WC_GRH;
 	if (cqe->flags & SRX_CQE_IP_CSUM_OK)
 		wc->wc_flags |= IB_WC_IP_CSUM_OK;
+	if (cqe->flags & SRX_CQE_WITH_VLAN) {
+		wc->wc_flags |= IB_WC_WITH_VLAN;
+		wc->vlan_id = cqe->slid;
+		wc->slid = 0;
+	}
 }
 
 /*

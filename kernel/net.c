@@ -304,34 +304,45 @@ static bool srx_net_attached(const struct srx_device *sdev,
  * Receive
  */
 
-/*
- * The netdev whose srx device a received packet is for, or NULL.
+/**
+ * srx_rcv_in_netdev - the netdev a received packet is for, or NULL
+ * @skb: the packet, network header set
  *
  * A packet that srx sent to an address of its own namespace comes back
  * through the loopback device (the route of a local address leads there;
  * rxe short-cuts such packets in rxe_loopback() instead): it is for the
- * device whose netdev holds the destination address. A packet on a VLAN
- * is for the device on the VLAN's real netdev, which has the VLAN's
- * addresses as GIDs, as rxe_udp_encap_recv() maps it.
+ * netdev that holds the destination address. Otherwise it is the netdev
+ * it came in on, a VLAN's if it came on one.
  *
- * Context: softirq, rcu_read_lock() held (UDP receive).
+ * Context: softirq, rcu_read_lock() held (UDP receive), which keeps the
+ * netdev returned alive.
  */
-static struct net_device *srx_rcv_netdev(struct sk_buff *skb, bool ipv6)
+struct net_device *srx_rcv_in_netdev(const struct sk_buff *skb)
 {
 	struct net_device *ndev = skb->dev;
 
-	if (ndev->flags & IFF_LOOPBACK) {
-		if (ipv6)
-			ndev = ipv6_stub->ipv6_dev_find(dev_net(ndev),
-							&ipv6_hdr(skb)->daddr,
-							NULL);
-		else
-			ndev = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr,
-					     false);
-		if (IS_ERR_OR_NULL(ndev))
-			return NULL;
-	}
-	if (is_vlan_dev(ndev))
+	if (!ndev || !(ndev->flags & IFF_LOOPBACK))
+		return ndev;
+	if (ip_hdr(skb)->version == 6)
+		ndev = ipv6_stub->ipv6_dev_find(dev_net(ndev),
+						&ipv6_hdr(skb)->daddr, NULL);
+	else
+		ndev = __ip_dev_find(dev_net(ndev), ip_hdr(skb)->daddr, false);
+	return IS_ERR(ndev) ? NULL : ndev;
+}
+
+/*
+ * The netdev whose srx device a received packet is for, or NULL: a packet
+ * on a VLAN is for the device on the VLAN's real netdev, which has the
+ * VLAN's addresses as GIDs, as rxe_udp_encap_recv() maps it.
+ *
+ * Context: softirq, rcu_read_lock() held (UDP receive).
+ */
+static struct net_device *srx_rcv_netdev(struct sk_buff *skb)
+{
+	struct net_device *ndev = srx_rcv_in_netdev(skb);
+
+	if (ndev && is_vlan_dev(ndev))
 		ndev = vlan_dev_real_dev(ndev);
 	return ndev;
 }
@@ -372,7 +383,7 @@ static int srx_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	struct ib_device *ibdev = NULL;
 	struct srx_device *sdev;
 
-	ndev = srx_rcv_netdev(skb, ipv6);
+	ndev = srx_rcv_netdev(skb);
 	if (ndev)
 		ibdev = ib_device_get_by_netdev(ndev, SRX_DRIVER_ID);
 	if (!ibdev) {

@@ -59,5 +59,6 @@ void srx_icrc_generate(struct sk_buff *skb, bool ipv6);
 
 /* recv.c */
 void srx_rcv(struct srx_device *sdev, struct sk_buff *skb);
+struct net_device *srx_rcv_in_netdev(const struct sk_buff *skb);
 
 #endif /* SRX_NET_H */

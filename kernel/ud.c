@@ -18,6 +18,7 @@
  * small) is dropped and counted, never delivered and never answered.
  */
 #include <linux/hash.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -26,6 +27,7 @@
 #include "device.h"
 #include "engine.h"
 #include "mr.h"
+#include "net.h"
 #include "psn.h"
 #include "qp.h"
 #include "take.h"
@@ -199,6 +201,7 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	u32 len = SRX_UD_GRH_BYTES + pkt->payload_len;
 	struct srx_device *sdev = qp->sdev;
 	u8 grh[SRX_UD_GRH_BYTES];
+	struct net_device *ndev;
 	struct srx_cqe cqe = {};
 	struct srx_rwqe *e;
 	enum srx_acc acc;
@@ -247,6 +250,16 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	}
 	if (pkt->se)
 		cqe.flags |= SRX_CQE_SOLICITED;
+	/*
+	 * A kernel consumer learns the VLAN: ib_cm and rdma_cm answer from
+	 * the GID that the WC's VLAN names, and without it find none for a
+	 * VLAN's address (get_sgid_attr_from_eth() of the core's verbs.c).
+	 */
+	ndev = srx_rcv_in_netdev(skb);
+	if (!qp->is_user && ndev && is_vlan_dev(ndev)) {
+		cqe.flags |= SRX_CQE_WITH_VLAN;
+		cqe.slid = vlan_dev_vlan_id(ndev);
+	}
 	srx_wq_complete(qp, false, &cqe);
 	return true;
 

@@ -190,6 +190,13 @@ struct srx_cq_ctrl {
 #define SRX_CQE_IP_CSUM_OK	0x04
 #define SRX_CQE_WITH_INV	0x08	/* ex holds the invalidated rkey */
 #define SRX_CQE_WC_FLAGS	0x0f
+/*
+ * Kernel CQs only: slid holds the VLAN id a datagram came in on (a RoCE
+ * port has no LIDs). ib_cm answers a MAD from the GID of that VLAN
+ * (ib_init_ah_attr_from_wc()); ibv_wc has no VLAN field, so a user CQ
+ * never gets it.
+ */
+#define SRX_CQE_WITH_VLAN	0x10
 #define SRX_CQE_SOLICITED	0x80	/* the sender asked for an event */
 
 /*
