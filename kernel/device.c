@@ -75,7 +75,7 @@ MODULE_PARM_DESC(max_cq,
  * which cannot create a million objects to meet the fixed one.
  */
 module_param_cb(max_qp, &srx_limit_ops, &max_qp, 0644);
-MODULE_PARM_DESC(max_qp, "QPs per device; 0 (default): 16777200");
+MODULE_PARM_DESC(max_qp, "QPs per device; 0 (default): 16777199");
 module_param_cb(max_pd, &srx_limit_ops, &max_pd, 0644);
 MODULE_PARM_DESC(max_pd, "PDs per device; 0 (default): 1048576");
 module_param_cb(max_mr, &srx_limit_ops, &max_mr, 0644);

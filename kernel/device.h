@@ -19,9 +19,10 @@
 #define SRX_MAX_QP_WR		(1u << 15)
 #define SRX_MAX_SGE		32
 #define SRX_MAX_INLINE		512
-#define SRX_MAX_QP		((1u << 24) - 16)
+#define SRX_MAX_QP		(SRX_MAX_QPN - SRX_MIN_QPN + 1)	/* 16777199 */
 #define SRX_MIN_QPN		16		/* below: reserved (QP1 is GSI) */
-#define SRX_MAX_QPN		((1u << 24) - 1)
+/* 0xFFFFFF is the multicast QPN ([IBTA] 9.2.4): no QP's, sent or received. */
+#define SRX_MAX_QPN		((1u << 24) - 2)
 #define SRX_MAX_MR		((1u << 24) - 1)	/* key index is 24 bits */
 #define SRX_MAX_PD		(1u << 20)
 #define SRX_MAX_QP_RD_ATOM	16

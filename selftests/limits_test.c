@@ -36,7 +36,7 @@
 #define SRX_DOC_MAX_SGE 32
 #define SRX_DOC_MAX_INLINE 512
 /* kernel/device.h: SRX_MAX_QP, SRX_MAX_PD, SRX_MAX_MR (srx(7)). */
-#define SRX_FIXED_MAX_QP ((1 << 24) - 16)
+#define SRX_FIXED_MAX_QP ((1 << 24) - 17)
 #define SRX_FIXED_MAX_PD (1 << 20)
 #define SRX_FIXED_MAX_MR ((1 << 24) - 1)
 
