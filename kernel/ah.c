@@ -52,11 +52,14 @@ int srx_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	if (!udata)
 		return 0;
 
-	xa_lock_irqsave(&sdev->ah_xa, flags);
-	ret = __xa_alloc_cyclic(&sdev->ah_xa, &num, ah,
-				XA_LIMIT(1, SRX_MAX_AH), &sdev->ah_next,
-				GFP_ATOMIC);
-	xa_unlock_irqrestore(&sdev->ah_xa, flags);
+	/*
+	 * Only uverbs passes udata, from a system call: process context
+	 * with interrupts on, so the xarray may sleep to grow.
+	 */
+	might_sleep();
+	ret = xa_alloc_cyclic_irq(&sdev->ah_xa, &num, ah,
+				  XA_LIMIT(1, SRX_MAX_AH), &sdev->ah_next,
+				  GFP_KERNEL);
 	if (ret < 0)
 		goto err_count;
 	ah->ah_num = num;
