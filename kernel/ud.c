@@ -255,8 +255,8 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 	 * the GID that the WC's VLAN names, and without it find none for a
 	 * VLAN's address (get_sgid_attr_from_eth() of the core's verbs.c).
 	 */
-	ndev = srx_rcv_in_netdev(skb);
-	if (!qp->is_user && ndev && is_vlan_dev(ndev)) {
+	ndev = qp->is_user ? NULL : srx_rcv_in_netdev(skb);
+	if (ndev && is_vlan_dev(ndev)) {
 		cqe.flags |= SRX_CQE_WITH_VLAN;
 		cqe.slid = vlan_dev_vlan_id(ndev);
 	}
