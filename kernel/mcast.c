@@ -56,12 +56,14 @@ static u32 srx_mcg_hash(const union ib_gid *mgid)
 	return jhash(mgid->raw, sizeof(mgid->raw), 0);
 }
 
+/* Context: rcu_read_lock (the receive) or mc->mutex (attach, detach). */
 static struct srx_mcg *srx_mcg_find(struct srx_mcast *mc,
 				    const union ib_gid *mgid)
 {
 	struct srx_mcg *g;
 
-	hash_for_each_possible_rcu(mc->groups, g, node, srx_mcg_hash(mgid))
+	hash_for_each_possible_rcu(mc->groups, g, node, srx_mcg_hash(mgid),
+				   lockdep_is_held(&mc->mutex))
 		if (!memcmp(g->mgid.raw, mgid->raw, sizeof(mgid->raw)))
 			return g;
 	return NULL;
