@@ -27,10 +27,11 @@
 #include "mr.h"
 #include "net.h"
 #include "qp.h"
+#include "srq.h"
 #include "ucontext.h"
 #include "wqe.h"
 
-static unsigned int max_cq, max_qp, max_pd, max_mr;
+static unsigned int max_cq, max_qp, max_pd, max_mr, max_srq;
 
 /*
  * Every registered srx device, so that a change of a limit reaches the
@@ -46,6 +47,7 @@ static void srx_device_set_limits(struct ib_device_attr *a)
 	WRITE_ONCE(a->max_qp, srx_device_max_qp());
 	WRITE_ONCE(a->max_pd, srx_device_max_pd());
 	WRITE_ONCE(a->max_mr, srx_device_max_mr());
+	WRITE_ONCE(a->max_srq, srx_device_max_srq());
 }
 
 static int srx_set_limit(const char *val, const struct kernel_param *kp)
@@ -80,6 +82,8 @@ module_param_cb(max_pd, &srx_limit_ops, &max_pd, 0644);
 MODULE_PARM_DESC(max_pd, "PDs per device; 0 (default): 1048576");
 module_param_cb(max_mr, &srx_limit_ops, &max_mr, 0644);
 MODULE_PARM_DESC(max_mr, "MRs per device; 0 (default): 16777215");
+module_param_cb(max_srq, &srx_limit_ops, &max_srq, 0644);
+MODULE_PARM_DESC(max_srq, "SRQs per device; 0 (default): 1048576");
 
 /* A lowering parameter's limit: 0 or anything above @hard is @hard. */
 static u32 srx_param_limit(const unsigned int *param, u32 hard)
@@ -102,6 +106,11 @@ u32 srx_device_max_pd(void)
 u32 srx_device_max_mr(void)
 {
 	return srx_param_limit(&max_mr, SRX_MAX_MR);
+}
+
+u32 srx_device_max_srq(void)
+{
+	return srx_param_limit(&max_srq, SRX_MAX_SRQ);
 }
 
 /*
@@ -279,6 +288,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.create_ah = srx_create_ah,
 	.create_cq = srx_compat_create_cq,
 	.create_qp = srx_create_qp,
+	.create_srq = srx_create_srq,
 	.create_user_ah = srx_create_ah,
 	.dealloc_driver = srx_dealloc_driver,
 	.dealloc_pd = srx_dealloc_pd,
@@ -287,6 +297,7 @@ static const struct ib_device_ops srx_device_ops = {
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,
+	.destroy_srq = srx_destroy_srq,
 	.detach_mcast = srx_detach_mcast,
 	.disassociate_ucontext = srx_disassociate_ucontext,
 	.get_dma_mr = srx_get_dma_mr,
@@ -296,13 +307,16 @@ static const struct ib_device_ops srx_device_ops = {
 	.mmap = srx_mmap,
 	.mmap_free = srx_mmap_free,
 	.modify_qp = srx_modify_qp,
+	.modify_srq = srx_modify_srq,
 	.poll_cq = srx_poll_cq,
 	.post_recv = srx_post_recv,
 	.post_send = srx_post_send,
+	.post_srq_recv = srx_post_srq_recv,
 	.query_device = srx_query_device,
 	.query_pkey = srx_query_pkey,
 	.query_port = srx_query_port,
 	.query_qp = srx_query_qp,
+	.query_srq = srx_query_srq,
 	.reg_user_mr = srx_reg_user_mr,
 	.rereg_user_mr = srx_rereg_user_mr,
 	.req_notify_cq = srx_req_notify_cq,
@@ -312,6 +326,7 @@ static const struct ib_device_ops srx_device_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, srx_cq, base_cq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srx_pd, base_pd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srx_qp, base_qp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, srx_srq, base_srq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srx_ucontext, base_ucontext),
 };
 
@@ -352,6 +367,13 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_cqe = SRX_MAX_CQE;
 	a->max_mr = srx_device_max_mr();
 	a->max_pd = srx_device_max_pd();
+	/*
+	 * SRQs (srq.c): sized as an RQ; no IB_DEVICE_SRQ_RESIZE, so
+	 * modify_srq's MAX_WR is EOPNOTSUPP.
+	 */
+	a->max_srq = srx_device_max_srq();
+	a->max_srq_wr = SRX_MAX_SRQ_WR;
+	a->max_srq_sge = SRX_MAX_SGE;
 	a->max_qp_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_qp_init_rd_atom = SRX_MAX_QP_RD_ATOM;
 	a->max_res_rd_atom = SRX_MAX_QP_RD_ATOM * 1024;

@@ -25,6 +25,8 @@
 #define SRX_MAX_QPN		((1u << 24) - 2)
 #define SRX_MAX_MR		((1u << 24) - 1)	/* key index is 24 bits */
 #define SRX_MAX_PD		(1u << 20)
+#define SRX_MAX_SRQ		(1u << 20)
+#define SRX_MAX_SRQ_WR		SRX_MAX_QP_WR
 #define SRX_MAX_QP_RD_ATOM	16
 #define SRX_GID_TABLE_LEN	256
 /*
@@ -92,6 +94,9 @@ enum srx_counter {
 	/* UD multicast (mcast.c) */
 	SRX_CNT_MCAST_RCVD,		/* deliveries to attached QPs */
 	SRX_CNT_MCAST_DROPPED,		/* no group, not UD, a QP missed it */
+	/* shared receive queues (srq.c, qp.c) */
+	SRX_CNT_SRQ_LIMIT_EVENTS,	/* SRQ_LIMIT_REACHED raised */
+	SRX_CNT_LAST_WQE_EVENTS,	/* QP_LAST_WQE_REACHED raised */
 	SRX_CNT_COUNT
 };
 
@@ -143,6 +148,7 @@ struct srx_device {
 	atomic_t num_pd;
 	atomic_t num_mr;
 	atomic_t num_ah;
+	atomic_t num_srq;
 
 	struct xarray qp_xa;		/* qpn -> struct srx_qp, own lock */
 	u32 qp_next;			/* cyclic allocation hint, under qp_xa lock */
@@ -220,6 +226,7 @@ u32 srx_device_max_cq(void);
 u32 srx_device_max_qp(void);
 u32 srx_device_max_pd(void);
 u32 srx_device_max_mr(void);
+u32 srx_device_max_srq(void);
 bool srx_send_opcode_ok(const struct srx_device *sdev, enum ib_qp_type type,
 			u32 opcode);
 enum ib_mtu srx_active_mtu(const struct srx_device *sdev);

@@ -12,8 +12,9 @@
  * srp/002 hang came from a requester and a completer running at once
  * (../shared/ROCE.md); here they cannot.
  *
- * Lock order: state_mutex, send_lock, resp_lock, a work queue's lock, a
- * CQ's lock; state_lock is never held while taking another.
+ * Lock order: state_mutex, send_lock, resp_lock, a work queue's lock or an
+ * SRQ's lock (never both), a CQ's lock; state_lock is never held while
+ * taking another.
  */
 #ifndef SRX_ENGINE_H
 #define SRX_ENGINE_H
@@ -27,6 +28,7 @@ struct sk_buff;
 struct srx_av;
 struct srx_qp;
 struct srx_rwqe;
+struct srx_srq_wqe;
 struct srx_swqe;
 struct timer_list;
 struct work_struct;
@@ -133,6 +135,15 @@ struct srx_resp {
 	u32 cur_op;		/* SRX_ROCE_F_SEND/_WRITE in progress, or 0 */
 	bool have_rwqe;		/* rq.kdone's WQE holds the current SEND */
 	bool drop_msg;		/* UC: the rest of this message is dropped */
+	/*
+	 * A QP on an SRQ: srq_wqe is its entry for the one SRQ WQE it may
+	 * hold (srq.c), allocated with the QP; srq_held says it holds one,
+	 * taken and not completed. last_wqe_done: LAST_WQE_REACHED was
+	 * raised since the QP last entered the error state (qp.c).
+	 */
+	struct srx_srq_wqe *srq_wqe;
+	bool srq_held;
+	bool last_wqe_done;
 	u64 offset;		/* bytes of the current SEND placed */
 	u64 va;			/* current WRITE: next byte */
 	u32 rkey;
@@ -198,5 +209,6 @@ void srx_resp_rcv(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 void srx_resp_work(struct work_struct *w);
 void srx_resp_drop_held(struct srx_qp *qp);
 struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp);
+struct ib_pd *srx_resp_rwqe_pd(struct srx_qp *qp);
 
 #endif /* SRX_ENGINE_H */

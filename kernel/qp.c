@@ -39,6 +39,7 @@
 #include "device.h"
 #include "qp.h"
 #include "ring.h"
+#include "srq.h"
 #include "take.h"
 #include "ucontext.h"
 
@@ -48,15 +49,27 @@
  */
 #define SRX_FLUSH_BATCH 16
 
-static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
-			struct ib_ucontext *uctx, enum ib_qp_type type,
-			u32 want_wr, u32 want_sge, u32 want_inline, bool send)
+/**
+ * srx_wq_ring_alloc - allocate a work queue's ring, without private entries
+ * @wq: the work queue, zeroed
+ * @uctx: the user context to map it in, or NULL for a kernel queue
+ * @want_wr: WQEs asked for (rounded up to a power of two, at least 1)
+ * @want_sge: SGEs per WQE asked for
+ * @want_inline: inline bytes per WQE asked for (send queues)
+ * @send: a send queue (struct srx_send_wqe slots), else receive WQEs
+ *
+ * QPs add the take's private entries (srx_wq_take_init()); an SRQ's ring
+ * has none, its WQEs are taken into the taking QP's entry (srq.c).
+ *
+ * Context: process; sleeps. Return: 0 or a negative errno.
+ */
+int srx_wq_ring_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
+		      u32 want_wr, u32 want_sge, u32 want_inline, bool send)
 {
 	size_t hdr = send ? sizeof(struct srx_send_wqe) :
 			    sizeof(struct srx_recv_wqe);
 	size_t body = max_t(size_t, max_t(u32, want_sge, 1) *
 					sizeof(struct srx_sge), want_inline);
-	int ret;
 
 	spin_lock_init(&wq->lock);
 	wq->entries = srx_ring_entries(max_t(u32, want_wr, 1));
@@ -71,29 +84,53 @@ static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
 
 	wq->mem = srx_ring_mem_alloc(uctx, wq->size, &wq->mmap,
 				     &wq->mmap_offset);
-	if (IS_ERR(wq->mem))
-		return PTR_ERR(wq->mem);
+	if (IS_ERR(wq->mem)) {
+		int ret = PTR_ERR(wq->mem);
+
+		wq->mem = NULL;
+		return ret;
+	}
 	wq->ctrl = wq->mem;
 	wq->wqes = wq->mem + sizeof(struct srx_wq_ctrl);
 	wq->cqe_idx = wq->wqes + (size_t)wq->entries * wq->wqe_size;
+	return 0;
+}
 
+void srx_wq_ring_free(struct srx_wq *wq)
+{
+	if (wq->mem)
+		srx_ring_mem_free(wq->mem, wq->mmap);
+	wq->mem = NULL;
+}
+
+static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
+			struct ib_ucontext *uctx, enum ib_qp_type type,
+			u32 want_wr, u32 want_sge, u32 want_inline, bool send)
+{
+	int ret;
+
+	ret = srx_wq_ring_alloc(wq, uctx, want_wr, want_sge, want_inline,
+				send);
+	if (ret)
+		return ret;
 	ret = srx_wq_take_init(wq, qp->sdev, type, send);
 	if (ret)
 		goto err_free_ring;
 	return 0;
 
 err_free_ring:
-	srx_ring_mem_free(wq->mem, wq->mmap);
+	srx_wq_ring_free(wq);
 	return ret;
 }
 
+/* A QP on an SRQ has no receive queue: nothing to free there. */
 static void srx_wq_free(struct srx_wq *wq)
 {
 	srx_wq_take_fini(wq);
-	srx_ring_mem_free(wq->mem, wq->mmap);
+	srx_wq_ring_free(wq);
 }
 
-static void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
+void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l)
 {
 	l->mmap_offset = wq->mmap_offset;
 	l->mmap_length = wq->size;
@@ -300,7 +337,8 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 
 	WRITE_ONCE(qp->state, state);	/* posters read it locklessly */
 	WRITE_ONCE(qp->sq.ctrl->state, state);
-	WRITE_ONCE(qp->rq.ctrl->state, state);
+	if (qp->rq.ctrl)		/* none on an SRQ */
+		WRITE_ONCE(qp->rq.ctrl->state, state);
 	/*
 	 * K6: out of RTS the engine is not running for the poster: a post to
 	 * a QP in error rings and flushes. The requester sets ACTIVE under
@@ -311,19 +349,92 @@ static void srx_qp_publish_state(struct srx_qp *qp, enum ib_qp_state state)
 	smp_mb();
 }
 
+/*
+ * The receive side of a QP on an SRQ in the error state: only the WQE it
+ * holds (taken, not completed) completes, as flushed. The SRQ's other
+ * WQEs are not this QP's: they stay for the QPs still working (rxe's
+ * flush_recv_queue() returns early for an SRQ too). Nothing is taken
+ * after this: every take runs under resp_lock after a state check
+ * (resp.c, ud.c), and ERR was published before the flush.
+ */
+static void srx_srq_qp_flush(struct srx_qp *qp)
+{
+	struct srx_cqe cqe = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->base_qp.qp_num,
+	};
+
+	spin_lock_bh(&qp->resp_lock);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR && qp->resp.srq_held) {
+		cqe.wr_id = qp->resp.srq_wqe->e.wr_id;
+		srx_recv_complete(qp, &cqe);
+		srx_count(qp->sdev, SRX_CNT_WQES_FLUSHED, 1);
+	}
+	spin_unlock_bh(&qp->resp_lock);
+}
+
 void srx_qp_flush(struct srx_qp *qp, bool may_sleep)
 {
 	srx_wq_flush(qp, &qp->sq, true, may_sleep);
-	srx_wq_flush(qp, &qp->rq, false, may_sleep);
+	if (qp->base_qp.srq)
+		srx_srq_qp_flush(qp);
+	else
+		srx_wq_flush(qp, &qp->rq, false, may_sleep);
 }
 
-static int srx_qp_check_cap(const struct ib_qp_cap *cap)
+/**
+ * srx_qp_last_wqe - raise QP_LAST_WQE_REACHED for a QP on an SRQ
+ * @qp: the QP
+ *
+ * IBTA 1.4 section 10.3.1 (quoted in the core's ib_drain_qp() comment of
+ * 6.12): once a QP on an SRQ is in the error state and its last WQE taken
+ * from the SRQ has completed, the consumer is told, and may then drain the
+ * CQ and destroy the QP. 6.12's ib_drain_qp() waits up to 60 s for it.
+ * Raised once per entry to the error state (6.12's rxe raises it again on
+ * every responder run), after the flush of the held WQE, outside every
+ * srx lock, in process context: send_work calls this after its flush,
+ * and every entry to ERR queues send_work (srx_qp_set_error(), and
+ * srx_modify_qp() for a QP on an SRQ).
+ *
+ * Context: send_work (process); no srx lock held.
+ */
+void srx_qp_last_wqe(struct srx_qp *qp)
+{
+	struct ib_qp *ibqp = &qp->base_qp;
+	struct ib_event ev = {
+		.device = ibqp->device,
+		.element.qp = ibqp,
+		.event = IB_EVENT_QP_LAST_WQE_REACHED,
+	};
+	bool raise = false;
+
+	if (!ibqp->srq)
+		return;
+	spin_lock_bh(&qp->resp_lock);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR && !qp->dead &&
+	    !qp->resp.srq_held && !qp->resp.last_wqe_done) {
+		qp->resp.last_wqe_done = true;
+		raise = true;
+	}
+	spin_unlock_bh(&qp->resp_lock);
+
+	if (!raise)
+		return;
+	srx_count(qp->sdev, SRX_CNT_LAST_WQE_EVENTS, 1);
+	if (ibqp->event_handler)
+		ibqp->event_handler(&ev, ibqp->qp_context);
+}
+
+/* A QP on an SRQ has no RQ: its receive sizes are ignored, as mlx5 does. */
+static int srx_qp_check_cap(const struct ib_qp_cap *cap, bool has_rq)
 {
 	if (cap->max_send_wr > SRX_MAX_QP_WR ||
-	    cap->max_recv_wr > SRX_MAX_QP_WR ||
 	    cap->max_send_sge > SRX_MAX_SGE ||
-	    cap->max_recv_sge > SRX_MAX_SGE ||
 	    cap->max_inline_data > SRX_MAX_INLINE)
+		return -EINVAL;
+	if (has_rq && (cap->max_recv_wr > SRX_MAX_QP_WR ||
+		       cap->max_recv_sge > SRX_MAX_SGE))
 		return -EINVAL;
 	return 0;
 }
@@ -464,6 +575,32 @@ void srx_wq_complete(struct srx_qp *qp, bool send, const struct srx_cqe *cqe)
 		srx_qp_set_error(qp);
 }
 
+/**
+ * srx_recv_complete - complete the receive WQE the responder works on
+ * @qp: the QP
+ * @cqe: its completion
+ *
+ * With an RQ, the oldest taken (srx_wq_complete(), K5). On an SRQ, the one
+ * the QP holds: its slot was freed when it was taken (K7), so nothing but
+ * the CQE is written, and the QP holds none afterwards. A CQ overrun puts
+ * the QP in error, as srx_cq_post() asks.
+ *
+ * Context: any; resp_lock held.
+ */
+void srx_recv_complete(struct srx_qp *qp, const struct srx_cqe *cqe)
+{
+	lockdep_assert_held(&qp->resp_lock);
+
+	if (!qp->base_qp.srq) {
+		srx_wq_complete(qp, false, cqe);
+		return;
+	}
+	qp->resp.srq_held = false;
+	if (srx_cq_post(to_srx_cq(qp->base_qp.recv_cq), cqe, 1, &qp->base_qp,
+			NULL))
+		srx_qp_set_error(qp);
+}
+
 int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		  struct ib_udata *udata)
 {
@@ -487,11 +624,14 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags || init->rwq_ind_tbl)
+	if (init->create_flags || init->rwq_ind_tbl)
+		return -EOPNOTSUPP;
+	/* QP1 receives into its own RQ (the MAD layer posts there). */
+	if (init->srq && init->qp_type == IB_QPT_GSI)
 		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
-	ret = srx_qp_check_cap(&init->cap);
+	ret = srx_qp_check_cap(&init->cap, !init->srq);
 	if (ret)
 		return ret;
 	ret = srx_udata_cmd(udata, NULL, 0);
@@ -525,11 +665,23 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   init->cap.max_inline_data, true);
 	if (ret)
 		goto err_count;
-	ret = srx_wq_alloc(&qp->rq, qp, ibuctx, init->qp_type,
-			   init->cap.max_recv_wr, init->cap.max_recv_sge, 0,
-			   false);
-	if (ret)
-		goto err_free_sq;
+	if (init->srq) {
+		/* The entry of the one SRQ WQE the QP may hold (srq.c). */
+		struct srx_srq *srq = to_srx_srq(init->srq);
+
+		qp->resp.srq_wqe = kzalloc(srx_srq_wqe_size(srq),
+					   GFP_KERNEL_ACCOUNT);
+		if (!qp->resp.srq_wqe) {
+			ret = -ENOMEM;
+			goto err_free_sq;
+		}
+	} else {
+		ret = srx_wq_alloc(&qp->rq, qp, ibuctx, init->qp_type,
+				   init->cap.max_recv_wr,
+				   init->cap.max_recv_sge, 0, false);
+		if (ret)
+			goto err_free_sq;
+	}
 
 	ret = srx_qp_alloc_qpn(sdev, qp, init->qp_type);
 	if (ret)
@@ -541,7 +693,8 @@ int srx_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (udata) {
 		srx_wq_layout(&qp->sq, &resp.sq);
-		srx_wq_layout(&qp->rq, &resp.rq);
+		if (!init->srq)		/* else all zeros: no RQ to map */
+			srx_wq_layout(&qp->rq, &resp.rq);
 		ret = srx_udata_resp(udata, &resp, sizeof(resp), sizeof(resp));
 		if (ret)
 			goto err_free_qpn;
@@ -560,6 +713,7 @@ err_free_qpn:
 	srx_qp_put(qp);
 	wait_for_completion(&qp->released);
 err_free_rq:
+	kfree(qp->resp.srq_wqe);
 	srx_wq_free(&qp->rq);
 err_free_sq:
 	srx_wq_free(&qp->sq);
@@ -622,6 +776,14 @@ int srx_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	__skb_queue_purge(&qp->resp.held);
 	srx_qp_clean_cqs(qp);
 
+	/*
+	 * A WQE taken from the SRQ and never completed (the QP was destroyed
+	 * mid-message, not through ERR) goes back for the other QPs.
+	 */
+	if (qp->resp.srq_held)
+		srx_srq_requeue(to_srx_srq(ibqp->srq), qp->resp.srq_wqe);
+	else
+		kfree(qp->resp.srq_wqe);
 	kfree(qp->resp.res);
 	srx_wq_free(&qp->rq);
 	srx_wq_free(&qp->sq);
@@ -820,9 +982,16 @@ static void srx_qp_engine_attr(struct srx_qp *qp, const struct srx_av *av,
 	kfree(res);	/* the old array, if replaced */
 }
 
-/* RESET: both queues dropped, the engine's state with them. */
-static void srx_qp_engine_reset(struct srx_qp *qp)
+/*
+ * RESET: both queues dropped, the engine's state with them. A WQE held
+ * from an SRQ is not dropped but given back (srx_srq_requeue()), with its
+ * entry; @spare, allocated by the caller where it may sleep, becomes the
+ * QP's entry then, else it is freed.
+ */
+static void srx_qp_engine_reset(struct srx_qp *qp, struct srx_srq_wqe *spare)
 {
+	struct srx_srq_wqe *give = NULL;
+
 	spin_lock_bh(&qp->send_lock);
 	del_timer(&qp->retrans_timer);
 	del_timer(&qp->rnr_timer);
@@ -831,7 +1000,15 @@ static void srx_qp_engine_reset(struct srx_qp *qp)
 	spin_unlock_bh(&qp->send_lock);
 
 	spin_lock_bh(&qp->resp_lock);
-	srx_wq_discard(qp, &qp->rq);
+	if (!qp->base_qp.srq)
+		srx_wq_discard(qp, &qp->rq);
+	if (qp->resp.srq_held) {
+		give = qp->resp.srq_wqe;
+		qp->resp.srq_wqe = spare;
+		spare = NULL;
+		qp->resp.srq_held = false;
+	}
+	qp->resp.last_wqe_done = false;
 	qp->resp.started = false;
 	qp->resp.cur_op = 0;
 	qp->resp.have_rwqe = false;
@@ -843,12 +1020,17 @@ static void srx_qp_engine_reset(struct srx_qp *qp)
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.res_n * sizeof(*qp->resp.res));
 	spin_unlock_bh(&qp->resp_lock);
+
+	if (give)
+		srx_srq_requeue(to_srx_srq(qp->base_qp.srq), give);
+	kfree(spare);
 }
 
 int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		  struct ib_udata *udata)
 {
 	struct srx_qp *qp = to_srx_qp(ibqp);
+	struct srx_srq_wqe *spare = NULL;
 	enum ib_qp_state cur, next;
 	struct srx_res *res = NULL;
 	struct srx_av av, *avp = NULL;
@@ -932,6 +1114,19 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			goto out;
 		}
 	}
+	/*
+	 * RESET gives a WQE held from the SRQ back with its entry, so the
+	 * QP needs another: allocated here, where failing changes nothing.
+	 */
+	if (next == IB_QPS_RESET && ibqp->srq) {
+		spare = kzalloc(srx_srq_wqe_size(to_srx_srq(ibqp->srq)),
+				GFP_KERNEL_ACCOUNT);
+		if (!spare) {
+			kfree(res);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
 
 	srx_qp_store_attr(qp, attr, mask);
 	srx_qp_engine_attr(qp, avp, res, res_n, cur, next);
@@ -946,10 +1141,17 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		spin_unlock_irq(&qp->state_lock);
 
 		if (next == IB_QPS_RESET) {
-			srx_qp_engine_reset(qp);
+			srx_qp_engine_reset(qp, spare);
+			spare = NULL;
 			srx_qp_clean_cqs(qp);
 		} else if (next == IB_QPS_ERR) {
 			srx_qp_flush(qp, true);
+			/*
+			 * LAST_WQE_REACHED, from send_work: not under
+			 * state_mutex, which a handler's modify would take.
+			 */
+			if (ibqp->srq)
+				srx_qp_kick(qp);
 		} else if (next == IB_QPS_RTS && cur == IB_QPS_SQD) {
 			/* Posts made in SQD wait for this: nobody rang. */
 			srx_qp_kick(qp);
@@ -957,6 +1159,7 @@ int srx_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 out:
 	mutex_unlock(&qp->state_mutex);
+	kfree(spare);		/* not needed: no transition to RESET */
 	return ret;
 }
 
@@ -1001,6 +1204,7 @@ int srx_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->sq_sig_type = qp->sq_sig_type;
 	init->cap = attr->cap;
 	return 0;
@@ -1057,6 +1261,22 @@ static void srx_copy_sges(struct srx_sge *dst, const struct ib_sge *src,
 		dst[i].length = src[i].length;
 		dst[i].lkey = src[i].lkey;
 	}
+}
+
+/*
+ * Write @wr into @wq's slot @idx as a process writes a receive, for the
+ * take to copy and check like any other. Context: the queue's lock held.
+ */
+void srx_wq_write_recv(struct srx_wq *wq, u32 idx,
+		       const struct ib_recv_wr *wr)
+{
+	struct srx_recv_wqe *wqe = srx_wq_slot(wq, idx);
+
+	lockdep_assert_held(&wq->lock);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list, wr->num_sge);
 }
 
 static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
@@ -1222,6 +1442,12 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int ret = 0;
 
+	/* Receives of a QP on an SRQ are posted to the SRQ (ib_post_srq_recv). */
+	if (ibqp->srq) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
 	/* Unreachable today (write() POST_RECV is not in uverbs_cmd_mask). */
 	if (qp->is_user) {
 		ret = srx_qp_doorbell(qp, wr);
@@ -1237,8 +1463,6 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 	spin_lock_irqsave(&wq->lock, flags);
 	for (; wr; wr = wr->next) {
-		struct srx_recv_wqe *wqe;
-
 		if (wr->num_sge > wq->max_sge)
 			ret = -EINVAL;
 		else if (!srx_ring_room(wq->kprod, wq->kdone, wq->entries))
@@ -1247,14 +1471,7 @@ int srx_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			*bad_wr = wr;
 			break;
 		}
-
-		wqe = srx_wq_slot(wq, wq->kprod);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->reserved = 0;
-		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
-			      wr->num_sge);
-		wq->kprod++;
+		srx_wq_write_recv(wq, wq->kprod++, wr);
 	}
 	smp_store_release(&wq->ctrl->prod, wq->kprod);
 	spin_unlock_irqrestore(&wq->lock, flags);

@@ -83,7 +83,7 @@ struct srx_qp {
 	enum ib_sig_type sq_sig_type;
 
 	struct srx_wq sq;
-	struct srx_wq rq;
+	struct srx_wq rq;	/* none (no ring, entries 0) on an SRQ */
 
 	/*
 	 * Lifetime. One reference for the QP's existence, dropped by
@@ -151,6 +151,14 @@ void srx_wq_complete(struct srx_qp *qp, bool send,
 		     const struct srx_cqe *cqe);
 u8 srx_wr_to_wc_opcode(u8 wr_opcode);
 void srx_qp_flush(struct srx_qp *qp, bool may_sleep);
+void srx_recv_complete(struct srx_qp *qp, const struct srx_cqe *cqe);
+void srx_qp_last_wqe(struct srx_qp *qp);
+void srx_wq_write_recv(struct srx_wq *wq, u32 idx,
+		       const struct ib_recv_wr *wr);
+int srx_wq_ring_alloc(struct srx_wq *wq, struct ib_ucontext *uctx,
+		      u32 want_wr, u32 want_sge, u32 want_inline, bool send);
+void srx_wq_ring_free(struct srx_wq *wq);
+void srx_wq_layout(const struct srx_wq *wq, struct srx_wq_layout *l);
 
 /* req.c */
 void srx_send_work(struct work_struct *w);

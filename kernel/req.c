@@ -569,7 +569,8 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 
 /*
  * send_work: the requester for kernel posters and after the completer or
- * a timer asked for it; the flush of a QP in error.
+ * a timer asked for it; the flush of a QP in error, and its
+ * LAST_WQE_REACHED on an SRQ.
  * Context: srx_wq (process); sleeps between flush batches.
  */
 void srx_send_work(struct work_struct *w)
@@ -578,6 +579,8 @@ void srx_send_work(struct work_struct *w)
 
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		srx_qp_flush(qp, true);
+		/* After the flush of the WQE it held, outside srx's locks. */
+		srx_qp_last_wqe(qp);
 		return;
 	}
 	spin_lock_bh(&qp->send_lock);

@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "mr.h"
 #include "qp.h"
+#include "srq.h"
 #include "take.h"
 
 /*
@@ -81,16 +82,26 @@ static void srx_resp_nak(struct srx_qp *qp, enum srx_aeth_nak code, u32 psn)
 /*
  * The receive WQE the current message lands in (the oldest taken, one
  * taken from the ring if there is none); NULL if none is posted. UD's
- * receive (ud.c) takes its WQE the same way.
+ * receive (ud.c) takes its WQE the same way. On an SRQ, the one the QP
+ * holds, or one taken from the SRQ into the QP's entry (srq.c).
  * Context: resp_lock held.
  */
 struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp)
 {
 	struct srx_wq *rq = &qp->rq;
+	struct srx_resp *resp = &qp->resp;
 	unsigned long flags;
 
 	lockdep_assert_held(&qp->resp_lock);
 
+	if (qp->base_qp.srq) {
+		if (!resp->srq_held &&
+		    !srx_srq_take(to_srx_srq(qp->base_qp.srq),
+				  &resp->srq_wqe->e))
+			return NULL;
+		resp->srq_held = true;
+		return &resp->srq_wqe->e;
+	}
 	if (rq->kcons == rq->kdone) {
 		spin_lock_irqsave(&rq->lock, flags);
 		srx_rq_take(qp, 1);
@@ -99,6 +110,29 @@ struct srx_rwqe *srx_resp_rwqe(struct srx_qp *qp)
 			return NULL;
 	}
 	return srx_rq_entry(rq, rq->kdone);
+}
+
+/*
+ * The receive WQE the current message already has (srx_resp_rwqe() gave
+ * it out). Context: resp_lock held.
+ */
+static struct srx_rwqe *srx_resp_cur_rwqe(struct srx_qp *qp)
+{
+	lockdep_assert_held(&qp->resp_lock);
+
+	if (qp->base_qp.srq)
+		return &qp->resp.srq_wqe->e;
+	return srx_rq_entry(&qp->rq, qp->rq.kdone);
+}
+
+/*
+ * The PD a receive WQE's lkeys belong to: the one it was posted under,
+ * the SRQ's for a WQE of an SRQ (rxe checks the QP's; the two agree
+ * whenever the SRQ and the QP share a PD).
+ */
+struct ib_pd *srx_resp_rwqe_pd(struct srx_qp *qp)
+{
+	return qp->base_qp.srq ? qp->base_qp.srq->pd : qp->base_qp.pd;
 }
 
 /* Complete the current receive WQE (the oldest taken). */
@@ -110,7 +144,7 @@ static void srx_resp_complete(struct srx_qp *qp, u8 status, u8 opcode,
 						       SRX_ROCE_IMMDT);
 	struct srx_cqe cqe = {};
 
-	cqe.wr_id = srx_rq_entry(&qp->rq, qp->rq.kdone)->wr_id;
+	cqe.wr_id = srx_resp_cur_rwqe(qp)->wr_id;
 	cqe.status = status;
 	cqe.opcode = opcode;
 	cqe.byte_len = byte_len;
@@ -122,7 +156,7 @@ static void srx_resp_complete(struct srx_qp *qp, u8 status, u8 opcode,
 	}
 	if (pkt->se)
 		cqe.flags |= SRX_CQE_SOLICITED;
-	srx_wq_complete(qp, false, &cqe);
+	srx_recv_complete(qp, &cqe);
 	qp->resp.have_rwqe = false;
 }
 
@@ -147,19 +181,25 @@ static enum srx_resp_result srx_resp_send(struct srx_qp *qp,
 			return SRX_RESP_NAK_OP;
 		}
 	}
-	e = srx_rq_entry(&qp->rq, qp->rq.kdone);
+	e = srx_resp_cur_rwqe(qp);
 	if (pkt->payload_len) {
-		acc = srx_sge_copy(qp->sdev, qp->base_qp.pd,
+		acc = srx_sge_copy(qp->sdev, srx_resp_rwqe_pd(qp),
 				   IB_ACCESS_LOCAL_WRITE, e->sge, e->num_sge,
 				   resp->offset, (void *)(buf + pkt->payload_off),
 				   pkt->payload_len, SRX_TO_MR);
 		/*
 		 * Longer than the buffer: on UC the message is dropped and
 		 * the WQE kept for the next one (rxe's class D1, the
-		 * RESPST_ERR_LENGTH case of rxe_responder()).
+		 * RESPST_ERR_LENGTH case of rxe_responder()). A WQE of an
+		 * SRQ is completed in error instead, the QP left as it is
+		 * (class E there): kept, it would be the SRQ's no more.
 		 */
-		if (acc == SRX_ACC_LENGTH && qp->base_qp.qp_type == IB_QPT_UC)
+		if (acc == SRX_ACC_LENGTH && qp->base_qp.qp_type == IB_QPT_UC) {
+			if (qp->base_qp.srq)
+				srx_resp_complete(qp, IB_WC_REM_INV_REQ_ERR,
+						  IB_WC_RECV, 0, pkt, buf);
 			return SRX_RESP_DROP;
+		}
 		if (acc == SRX_ACC_LENGTH) {
 			/* Longer than the buffer: IBTA 9.9.3.1.2, class B. */
 			srx_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,

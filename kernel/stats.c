@@ -61,6 +61,8 @@ static const struct rdma_stat_desc srx_counter_descs[SRX_CNT_COUNT] = {
 	[SRX_CNT_UC_MSG_ABANDONED].name = "uc_msg_abandoned",
 	[SRX_CNT_MCAST_RCVD].name = "mcast_rcvd",
 	[SRX_CNT_MCAST_DROPPED].name = "mcast_dropped",
+	[SRX_CNT_SRQ_LIMIT_EVENTS].name = "srq_limit_events",
+	[SRX_CNT_LAST_WQE_EVENTS].name = "last_wqe_events",
 };
 
 struct rdma_hw_stats *srx_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -219,18 +219,28 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		cqe.status = srx_wqe_wc_status(e->result);
 		goto err_complete;
 	}
-	/* Too long for the buffer: dropped, the WQE kept (rxe, class D). */
+	/*
+	 * Too long for the buffer: dropped, the WQE kept (rxe, class D); a
+	 * WQE of an SRQ completes in error, the QP left as it is (rxe's
+	 * class E, RESPST_ERR_LENGTH in rxe_resp.c), so that no QP keeps
+	 * one of the SRQ's WQEs for itself.
+	 */
 	if (len > e->length) {
 		srx_count(sdev, SRX_CNT_UD_RCVD_TOO_LONG, 1);
+		if (qp->base_qp.srq) {
+			cqe.status = IB_WC_REM_INV_REQ_ERR;
+			srx_recv_complete(qp, &cqe);
+		}
 		return false;
 	}
 
 	srx_ud_grh(skb, grh);
-	acc = srx_sge_copy(sdev, qp->base_qp.pd, IB_ACCESS_LOCAL_WRITE,
+	acc = srx_sge_copy(sdev, srx_resp_rwqe_pd(qp), IB_ACCESS_LOCAL_WRITE,
 			   e->sge, e->num_sge, 0, grh, SRX_UD_GRH_BYTES,
 			   SRX_TO_MR);
 	if (acc == SRX_ACC_OK && pkt->payload_len)
-		acc = srx_sge_copy(sdev, qp->base_qp.pd, IB_ACCESS_LOCAL_WRITE,
+		acc = srx_sge_copy(sdev, srx_resp_rwqe_pd(qp),
+				   IB_ACCESS_LOCAL_WRITE,
 				   e->sge, e->num_sge, SRX_UD_GRH_BYTES,
 				   (void *)(skb->data + pkt->payload_off),
 				   pkt->payload_len, SRX_TO_MR);
@@ -260,12 +270,12 @@ static bool srx_ud_deliver(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
 		cqe.flags |= SRX_CQE_WITH_VLAN;
 		cqe.slid = vlan_dev_vlan_id(ndev);
 	}
-	srx_wq_complete(qp, false, &cqe);
+	srx_recv_complete(qp, &cqe);
 	return true;
 
 err_complete:
 	/* A local error of the receive side: the QP ends ([IBTA] 10.8.3). */
-	srx_wq_complete(qp, false, &cqe);
+	srx_recv_complete(qp, &cqe);
 	srx_qp_set_error(qp);
 	return false;
 }

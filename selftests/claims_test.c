@@ -180,7 +180,10 @@ FIXTURE_TEARDOWN(claims)
 		EXPECT_EQ(0, ibv_close_device(self->ctx));
 }
 
-/* srx(7): vendor_id 0xffffff; atomics IBV_ATOMIC_HCA; ODP, MW, SRQ absent. */
+/*
+ * srx(7): vendor_id 0xffffff; atomics IBV_ATOMIC_HCA; SRQs without resize;
+ * ODP and MW absent.
+ */
 TEST_F(claims, device_reports_what_the_docs_say)
 {
 	struct ibv_device_attr_ex ax = {};
@@ -190,7 +193,10 @@ TEST_F(claims, device_reports_what_the_docs_say)
 	ASSERT_EQ(0, ibv_query_device_ex(self->ctx, NULL, &ax));
 	EXPECT_EQ((uint32_t)SRX_DOC_VENDOR_ID, ax.orig_attr.vendor_id);
 	EXPECT_EQ((int)IBV_ATOMIC_HCA, (int)ax.orig_attr.atomic_cap);
-	EXPECT_EQ(0, ax.orig_attr.max_srq);
+	EXPECT_LT(0, ax.orig_attr.max_srq);
+	EXPECT_EQ(ax.orig_attr.max_qp_wr, ax.orig_attr.max_srq_wr);
+	EXPECT_EQ(ax.orig_attr.max_sge, ax.orig_attr.max_srq_sge);
+	EXPECT_EQ(0u, ax.orig_attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
 	EXPECT_EQ(0, ax.orig_attr.max_mw);
 	EXPECT_EQ(0u, ax.orig_attr.device_cap_flags &
 		     (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_MGT_EXTENSIONS));

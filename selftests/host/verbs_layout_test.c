@@ -30,7 +30,7 @@
  *     every file descriptor and the device reference.
  *
  * Not called here, because on a pipe they would read an unwritten
- * response and wait or loop on garbage: ibv_cmd_destroy_cq/_qp,
+ * response and wait or loop on garbage: ibv_cmd_destroy_cq/_qp/_srq,
  * ibv_cmd_poll_cq, ibv_cmd_post_send/_recv, ibv_query_gid_type. Their
  * prototypes are still checked to be exported as IBVERBS_PRIVATE_34.
  *
@@ -550,6 +550,10 @@ static bool resp_ends_at(uint64_t resp, unsigned int words, unsigned int unit,
 	    sizeof(struct ex_hdr) == 24 &&                                     \
 	    sizeof(struct T) == sizeof(struct ex_hdr) + sizeof(struct K),      \
 	    "layout: struct " #T " is the 24-byte ex_hdr + struct " #K)
+/* Member m of struct T has exactly type type. */
+#define MEMBER_IS(T, m, type)                                                  \
+	__builtin_types_compatible_p(__typeof__(((T *)0)->m), type)
+#define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
 #define DRV(T, member, CORE, D, unit)                                          \
 	tap(offsetof(struct T, member) == 0 &&                                 \
 	    offsetof(struct T, drv) == sizeof(struct CORE) &&                  \
@@ -583,6 +587,9 @@ static void test_static_layout(void)
 	LEGACY_CMD(ibv_create_qp, ib_uverbs_create_qp);
 	LEGACY_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 	LEGACY_CMD(ibv_query_qp, ib_uverbs_query_qp);
+	LEGACY_CMD(ibv_create_srq, ib_uverbs_create_srq);
+	LEGACY_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
+	LEGACY_CMD(ibv_query_srq, ib_uverbs_query_srq);
 	EX_CMD(ibv_create_cq_ex, ib_uverbs_ex_create_cq);
 	EX_CMD(ibv_create_qp_ex, ib_uverbs_ex_create_qp);
 
@@ -595,6 +602,7 @@ static void test_static_layout(void)
 	DRV(usrx_resize_cq_resp, ibv_resp, ib_uverbs_resize_cq_resp, srx_resize_cq_resp, 4);
 	DRV(usrx_create_qp_resp, ibv_resp, ib_uverbs_create_qp_resp, srx_create_qp_resp, 4);
 	DRV(usrx_create_qp_ex_resp, ibv_resp, ib_uverbs_ex_create_qp_resp, srx_create_qp_resp, 8);
+	DRV(usrx_create_srq_resp, ibv_resp, ib_uverbs_create_srq_resp, srx_create_srq_resp, 4);
 	DRV(usrx_create_ah_resp, ibv_resp, ib_uverbs_create_ah_resp, srx_create_ah_resp, 4);
 
 	/*
@@ -612,9 +620,12 @@ static void test_static_layout(void)
 	CHECK(sizeof(struct srx_alloc_ucontext_resp) == 16);
 	CHECK(offsetof(struct srx_alloc_ucontext_resp, comp_mask) == 12);
 	CHECK(sizeof(struct srx_create_ah_resp) == 8);
+	CHECK(offsetof(struct srx_create_srq_resp, comp_mask) == 64);
+	CHECK(sizeof(struct srx_create_srq_resp) == 80);
 	CHECK(sizeof(struct srx_create_cq_resp) % 8 == 0 &&
 	      sizeof(struct srx_resize_cq_resp) % 8 == 0 &&
 	      sizeof(struct srx_create_qp_resp) % 8 == 0 &&
+	      sizeof(struct srx_create_srq_resp) % 8 == 0 &&
 	      sizeof(struct srx_alloc_ucontext_resp) % 8 == 0);
 	tap(ok, "layout: ABI 2 layouts and responses have a comp_mask and room to grow");
 
@@ -627,6 +638,37 @@ static void test_static_layout(void)
 	CHECK(offsetof(struct verbs_mr, ibv_mr) == 0);
 	CHECK(offsetof(struct verbs_device, device) == 0);
 	tap(ok, "layout: verbs_qp, verbs_cq, verbs_mr, verbs_device start with the public object");
+
+	/*
+	 * rdma-core v44.0 libibverbs/driver.h, struct verbs_srq: the public
+	 * struct ibv_srq, then enum ibv_srq_type srq_type, struct verbs_xrcd
+	 * *xrcd, struct ibv_cq *cq, uint32_t srq_num, in that order and with
+	 * nothing between them. The offsets below follow from that list and
+	 * the C layout rules, not from our declaration; test_cmd_srq_tail()
+	 * has libibverbs itself write the four tail members.
+	 */
+	ok = true;
+	CHECK(offsetof(struct verbs_srq, srq) == 0);
+	CHECK(MEMBER_IS(struct verbs_srq, srq, struct ibv_srq));
+	CHECK(MEMBER_IS(struct verbs_srq, srq_type, enum ibv_srq_type));
+	CHECK(MEMBER_IS(struct verbs_srq, xrcd, struct verbs_xrcd *));
+	CHECK(MEMBER_IS(struct verbs_srq, cq, struct ibv_cq *));
+	CHECK(MEMBER_IS(struct verbs_srq, srq_num, uint32_t));
+	CHECK(offsetof(struct verbs_srq, srq_type) ==
+	      ALIGN_UP(sizeof(struct ibv_srq), _Alignof(enum ibv_srq_type)));
+	CHECK(offsetof(struct verbs_srq, xrcd) ==
+	      ALIGN_UP(offsetof(struct verbs_srq, srq_type) +
+		       sizeof(enum ibv_srq_type), _Alignof(struct verbs_xrcd *)));
+	CHECK(offsetof(struct verbs_srq, cq) ==
+	      offsetof(struct verbs_srq, xrcd) + sizeof(struct verbs_xrcd *));
+	CHECK(offsetof(struct verbs_srq, srq_num) ==
+	      offsetof(struct verbs_srq, cq) + sizeof(struct ibv_cq *));
+	CHECK(sizeof(struct verbs_srq) ==
+	      ALIGN_UP(offsetof(struct verbs_srq, srq_num) + sizeof(uint32_t),
+		       _Alignof(struct verbs_srq)));
+	CHECK(_Alignof(struct verbs_srq) == _Alignof(struct ibv_srq));
+	tap(ok, "layout: verbs_srq is struct ibv_srq, then srq_type, xrcd, cq, srq_num "
+	    "as in rdma-core v44.0 driver.h");
 }
 
 /* ------------------------------------------------------------------ */
@@ -649,6 +691,8 @@ static void test_symbols(void)
 		"ibv_cmd_modify_qp", "ibv_cmd_query_qp", "ibv_cmd_destroy_qp",
 		"ibv_cmd_post_send", "ibv_cmd_post_recv", "ibv_cmd_create_ah",
 		"ibv_cmd_destroy_ah", "ibv_query_gid_type",
+		"ibv_cmd_create_srq", "ibv_cmd_destroy_srq",
+		"ibv_cmd_modify_srq", "ibv_cmd_query_srq",
 	};
 	/* Referencing them also makes the link fail if one is missing. */
 	const void *linked[] = {
@@ -671,6 +715,8 @@ static void test_symbols(void)
 		(const void *)ibv_cmd_post_send, (const void *)ibv_cmd_post_recv,
 		(const void *)ibv_cmd_create_ah, (const void *)ibv_cmd_destroy_ah,
 		(const void *)ibv_query_gid_type,
+		(const void *)ibv_cmd_create_srq, (const void *)ibv_cmd_destroy_srq,
+		(const void *)ibv_cmd_modify_srq, (const void *)ibv_cmd_query_srq,
 	};
 	_Static_assert(sizeof(names) / sizeof(names[0]) ==
 		       sizeof(linked) / sizeof(linked[0]), "one name per symbol");
@@ -1750,6 +1796,199 @@ static void test_cmd_modify_query_qp(void)
 	tap(ok, "cmd: ibv_cmd_query_qp() writes QUERY_QP");
 }
 
+static void test_cmd_create_srq(void)
+{
+	struct ibv_pd pd = { .context = ctx, .handle = 0x61 };
+	struct ibv_srq_init_attr attr = {
+		.srq_context = &fake,
+		.attr = { .max_wr = 100, .max_sge = 3, .srq_limit = 10 },
+	};
+	struct usrx_create_srq_resp resp;
+	struct ibv_create_srq cmd, c;
+	struct ib_uverbs_cmd_hdr h;
+	struct verbs_srq vsrq;
+	bool ok = true;
+
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&vsrq, 0, sizeof(vsrq));
+	/* Whatever is in the tail must survive: only the ibv_srq is set. */
+	vsrq.srq_type = IBV_SRQT_TM;
+	vsrq.xrcd = (struct verbs_xrcd *)&fake.xrcd;
+	vsrq.cq = &fake.vcq.cq;
+	vsrq.srq_num = 0x5a5a;
+	/* What srx.ko would answer: 128 WQEs of 4 SGEs granted. */
+	memset(&resp, 0, sizeof(resp));
+	resp.ibv_resp.srq_handle = 0x62;
+	resp.ibv_resp.max_wr = 128;
+	resp.ibv_resp.max_sge = 4;
+	resp.ibv_resp.srqn = 0x63;
+	CHECK(ibv_cmd_create_srq(&pd, &vsrq.srq, &attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp)) == 0);
+	capture();
+	h = cap_hdr();
+	c = CAP_AS(struct ibv_create_srq);
+	CHECK(cap_len == (ssize_t)sizeof(cmd));
+	CHECK(h.command == IB_USER_VERBS_CMD_CREATE_SRQ);
+	CHECK(h.in_words * 4u == sizeof(cmd));
+	CHECK(resp_ends_at(c.core_payload.response, h.out_words, 4, &resp + 1));
+	CHECK(c.core_payload.user_handle == (uintptr_t)&vsrq.srq);
+	CHECK(c.core_payload.pd_handle == 0x61);
+	CHECK(c.core_payload.max_wr == 100 && c.core_payload.max_sge == 3 &&
+	      c.core_payload.srq_limit == 10);
+	CHECK(vsrq.srq.context == ctx);
+	CHECK(vsrq.srq_type == IBV_SRQT_TM &&
+	      vsrq.xrcd == (struct verbs_xrcd *)&fake.xrcd &&
+	      vsrq.cq == &fake.vcq.cq && vsrq.srq_num == 0x5a5a);
+	tap(ok, "cmd: ibv_cmd_create_srq() + usrx_create_srq_resp: CREATE_SRQ, "
+	    "srx response room last, verbs_srq tail untouched");
+
+	/*
+	 * The core response the write() fallback reads depends on the global
+	 * uverbs ABI, as for QPs (rdma-core v44.0 libibverbs/cmd_srq.c). Above
+	 * 5 (every kernel with RDMA): the whole ib_uverbs_create_srq_resp, and
+	 * the granted max_wr/max_sge go back into attr. At 5 or below, and
+	 * unknown (0) counts as below, which is what this process has because
+	 * it never scans devices: v44.0 kern-abi.h's ibv_create_srq_resp_v5,
+	 * the handle alone, in the 4 bytes right before srx's payload (where
+	 * srqn sits in the full layout), and attr keeps what was asked. It
+	 * must be exactly one of the two.
+	 */
+	ok = true;
+	if (c.core_payload.response == (uintptr_t)&resp) {
+		printf("# create_srq: uverbs ABI > 5, full response\n");
+		CHECK(h.out_words * 4u == sizeof(resp));
+		CHECK(vsrq.srq.handle == 0x62);
+		CHECK(attr.attr.max_wr == 128 && attr.attr.max_sge == 4);
+	} else {
+		printf("# create_srq: uverbs ABI unknown here, v5 response (handle only)\n");
+		CHECK(c.core_payload.response ==
+		      (uintptr_t)&resp.drv - sizeof(uint32_t));
+		CHECK(h.out_words * 4u == sizeof(uint32_t) + sizeof(resp.drv));
+		CHECK(vsrq.srq.handle == 0x63);
+		CHECK(attr.attr.max_wr == 100 && attr.attr.max_sge == 3);
+	}
+	CHECK(attr.attr.srq_limit == 10 && attr.srq_context == &fake);
+	tap(ok, "cmd: ibv_cmd_create_srq() takes srq_handle (and at ABI 6 the "
+	    "granted max_wr/max_sge) from where the response has them");
+}
+
+/*
+ * The one libibverbs function that writes verbs_srq's tail (set_vsrq() in
+ * rdma-core v44.0 libibverbs/cmd_srq.c), declared here only: srx has no
+ * XRC and libsrx does not use it. Prototype from v44.0 libibverbs/driver.h,
+ * command from v44.0 libibverbs/kern-abi.h, and the layout of struct
+ * verbs_xrcd, whose handle it reads, from driver.h.
+ */
+VERBS_PRIV_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq);
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
+
+struct test_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
+static void test_cmd_srq_tail(void)
+{
+	struct ibv_cq cq = { .context = ctx, .handle = 0x64 };
+	struct ibv_pd pd = { .context = ctx, .handle = 0x65 };
+	struct test_xrcd xrcd = { .xrcd = { .context = ctx }, .handle = 0x66 };
+	struct ibv_srq_init_attr_ex attr = {
+		.attr = { .max_wr = 100, .max_sge = 3 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC, .pd = &pd, .xrcd = &xrcd.xrcd, .cq = &cq,
+	};
+	struct usrx_create_srq_resp resp;
+	struct ibv_create_xsrq cmd, c;
+	struct ib_uverbs_cmd_hdr h;
+	struct {
+		struct verbs_srq vsrq;
+		uint64_t after;		/* must stay untouched */
+	} o;
+	bool ok = true;
+
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&o, 0xa5, sizeof(o));
+	memset(&resp, 0, sizeof(resp));
+	resp.ibv_resp.srq_handle = 0x67;
+	resp.ibv_resp.max_wr = 128;
+	resp.ibv_resp.max_sge = 4;
+	resp.ibv_resp.srqn = 0x68;
+	/* XRC takes CREATE_XSRQ, whatever the uverbs ABI. */
+	CHECK(ibv_cmd_create_srq_ex(ctx, &o.vsrq, &attr, &cmd, sizeof(cmd),
+				    &resp.ibv_resp, sizeof(resp)) == 0);
+	capture();
+	h = cap_hdr();
+	c = CAP_AS(struct ibv_create_xsrq);
+	CHECK(cap_len == (ssize_t)sizeof(cmd));
+	CHECK(h.command == IB_USER_VERBS_CMD_CREATE_XSRQ);
+	CHECK(h.in_words * 4u == sizeof(cmd));
+	CHECK(h.out_words * 4u == sizeof(resp));
+	CHECK(c.core_payload.response == (uintptr_t)&resp);
+	CHECK(c.core_payload.user_handle == (uintptr_t)&o.vsrq.srq);
+	CHECK(c.core_payload.srq_type == IBV_SRQT_XRC);
+	CHECK(c.core_payload.pd_handle == 0x65 && c.core_payload.cq_handle == 0x64 &&
+	      c.core_payload.xrcd_handle == 0x66);
+	CHECK(o.vsrq.srq.context == ctx && o.vsrq.srq.handle == 0x67);
+	CHECK(attr.attr.max_wr == 128 && attr.attr.max_sge == 4);
+	CHECK(o.vsrq.srq_type == IBV_SRQT_XRC);
+	CHECK(o.vsrq.xrcd == (struct verbs_xrcd *)&xrcd);
+	CHECK(o.vsrq.cq == &cq);
+	CHECK(o.vsrq.srq_num == 0x68);
+	CHECK(o.after == 0xa5a5a5a5a5a5a5a5ull);
+	tap(ok, "tail: ibv_cmd_create_srq_ex() (XRC) writes verbs_srq.srq_type, xrcd, cq "
+	    "and srq_num where they are declared");
+}
+
+static void test_cmd_modify_query_srq(void)
+{
+	struct ibv_srq srq = { .context = ctx, .handle = 0x69 };
+	struct ibv_srq_attr attr = { .max_wr = 200, .max_sge = 5, .srq_limit = 16 };
+	struct ibv_modify_srq cmd, c;
+	struct ibv_query_srq qcmd, qc;
+	struct ib_uverbs_cmd_hdr h;
+	int mask = IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT;
+	bool ok = true;
+
+	memset(&cmd, 0, sizeof(cmd));
+	CHECK(ibv_cmd_modify_srq(&srq, &attr, mask, &cmd, sizeof(cmd)) == 0);
+	capture();
+	h = cap_hdr();
+	c = CAP_AS(struct ibv_modify_srq);
+	CHECK(cap_len == (ssize_t)sizeof(cmd));
+	CHECK(h.command == IB_USER_VERBS_CMD_MODIFY_SRQ);
+	CHECK(h.in_words * 4u == sizeof(cmd) && h.out_words == 0);
+	CHECK(c.core_payload.srq_handle == 0x69);
+	CHECK(c.core_payload.attr_mask == (uint32_t)mask);
+	CHECK(c.core_payload.max_wr == 200 && c.core_payload.srq_limit == 16);
+	tap(ok, "cmd: ibv_cmd_modify_srq() writes MODIFY_SRQ");
+
+	/*
+	 * The response is libibverbs' own buffer (on its stack, cmd.c), not
+	 * one of ours: nothing can prefill it on a pipe, so the values it
+	 * copies into attr are not looked at. Its size and the request are.
+	 */
+	ok = true;
+	memset(&qcmd, 0xff, sizeof(qcmd));
+	CHECK(ibv_cmd_query_srq(&srq, &attr, &qcmd, sizeof(qcmd)) == 0);
+	capture();
+	h = cap_hdr();
+	qc = CAP_AS(struct ibv_query_srq);
+	CHECK(cap_len == (ssize_t)sizeof(qcmd));
+	CHECK(h.command == IB_USER_VERBS_CMD_QUERY_SRQ);
+	CHECK(h.in_words * 4u == sizeof(qcmd));
+	CHECK(h.out_words * 4u == sizeof(struct ib_uverbs_query_srq_resp));
+	CHECK(qc.core_payload.srq_handle == 0x69 && qc.core_payload.reserved == 0);
+	CHECK(qc.core_payload.response != 0 &&
+	      qc.core_payload.response != UINT64_MAX);
+	tap(ok, "cmd: ibv_cmd_query_srq() writes QUERY_SRQ");
+}
+
 static void test_cmd_ah(void)
 {
 	struct ib_uverbs_create_ah_resp resp = { .ah_handle = 0x55 };
@@ -1845,6 +2084,9 @@ int main(void)
 	test_cmd_req_notify_cq();
 	test_cmd_create_qp();
 	test_cmd_modify_query_qp();
+	test_cmd_create_srq();
+	test_cmd_srq_tail();
+	test_cmd_modify_query_srq();
 	test_cmd_ah();
 	test_close();
 

@@ -29,6 +29,8 @@
  *                       reads prod with acquire.
  *  srx_load_wq_cons()   U5: acquire; pairs with the kernel's release of a
  *                       work queue's cons (K4) before a slot is reused.
+ *                       U7: an SRQ's slot is free once cons (read so)
+ *                       has passed it (K7).
  *
  * Plain words userspace only reads for information (status, dropped,
  * fired, state) use srx_load_relaxed().

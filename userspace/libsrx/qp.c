@@ -20,8 +20,9 @@
 #include "srx.h"
 #include "wq_ring.h"
 
-static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
-		      const struct srx_wq_layout *l, size_t hdr)
+/* Map a work queue ring from its layout; QPs' queues and SRQs (srq.c). */
+int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
+	       const struct srx_wq_layout *l, size_t hdr)
 {
 	char *base;
 
@@ -51,7 +52,7 @@ static int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
 	return 0;
 }
 
-static void srx_wq_unmap(struct srx_wq *wq)
+void srx_wq_unmap(struct srx_wq *wq)
 {
 	if (!wq->base)
 		return;
@@ -108,10 +109,13 @@ bool srx_wq_full(struct srx_wq *wq)
 
 /*
  * RESET dropped every WQE of @wq (the kernel set done = cons = prod): all
- * slots are free, whatever completions are still to be polled.
+ * slots are free, whatever completions are still to be polled. A QP on an
+ * SRQ has no receive queue.
  */
 static void srx_wq_reset(struct srx_wq *wq)
 {
+	if (!wq->base)
+		return;
 	pthread_spin_lock(&wq->lock);
 	wq->free = srx_load_wq_cons(wq->done);
 	pthread_spin_unlock(&wq->lock);
@@ -119,22 +123,26 @@ static void srx_wq_reset(struct srx_wq *wq)
 
 /*
  * Map the rings of a QP the kernel has just created, and tell the caller
- * what it granted, as ibv_create_qp(3) promises.
+ * what it granted, as ibv_create_qp(3) promises. A QP on an SRQ has no
+ * receive queue (its layout is zeros): receives go to the SRQ (srq.c).
  */
 static int srx_qp_map(struct srx_qp *qp, struct ibv_context *ctx,
 		      const struct srx_create_qp_resp *drv,
 		      struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
-		      struct ibv_qp_cap *cap)
+		      struct ibv_srq *srq, struct ibv_qp_cap *cap)
 {
 	int ret;
 
 	ret = srx_wq_map(&qp->sq, ctx, &drv->sq, sizeof(struct srx_send_wqe));
 	if (ret)
 		return ret;
-	ret = srx_wq_map(&qp->rq, ctx, &drv->rq, sizeof(struct srx_recv_wqe));
-	if (ret) {
-		srx_wq_unmap(&qp->sq);
-		return ret;
+	if (!srq) {
+		ret = srx_wq_map(&qp->rq, ctx, &drv->rq,
+				 sizeof(struct srx_recv_wqe));
+		if (ret) {
+			srx_wq_unmap(&qp->sq);
+			return ret;
+		}
 	}
 	qp->sq.cq = to_scq(send_cq);
 	qp->rq.cq = to_scq(recv_cq);
@@ -154,11 +162,6 @@ struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct srx_qp *qp;
 	int ret;
 
-	if (attr->srq) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -168,7 +171,7 @@ struct ibv_qp *srx_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	if (ret)
 		goto err_free;
 	ret = srx_qp_map(qp, pd->context, &resp.drv, attr->send_cq,
-			 attr->recv_cq, &attr->cap);
+			 attr->recv_cq, attr->srq, &attr->cap);
 	if (ret)
 		goto err_destroy;
 	return &qp->vqp.qp;
@@ -203,7 +206,7 @@ struct ibv_qp *srx_create_qp_ex(struct ibv_context *ctx,
 	struct srx_qp *qp;
 	int ret;
 
-	if ((attr->comp_mask & ~known) || attr->srq ||
+	if ((attr->comp_mask & ~known) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags) ||
 	    (wr_api && !srx_wr_ops_ok(to_sctx(ctx), attr->qp_type,
@@ -221,7 +224,7 @@ struct ibv_qp *srx_create_qp_ex(struct ibv_context *ctx,
 	if (ret)
 		goto err_free;
 	ret = srx_qp_map(qp, ctx, &resp.drv, attr->send_cq, attr->recv_cq,
-			 &attr->cap);
+			 attr->srq, &attr->cap);
 	if (ret)
 		goto err_destroy;
 	if (wr_api) {
@@ -504,6 +507,18 @@ int srx_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *first,
 	return ret;
 }
 
+/* Write @wr at @wq's head and move the head; the caller holds wq->lock. */
+void srx_write_recv(struct srx_wq *wq, const struct ibv_recv_wr *wr)
+{
+	struct srx_recv_wqe *wqe = srx_wq_slot(wq, wq->head);
+
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list, wr->num_sge);
+	wq->head++;
+}
+
 int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *first,
 		  struct ibv_recv_wr **bad_wr)
 {
@@ -514,7 +529,8 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *first,
 	bool doorbell;
 	int ret = 0;
 
-	if (srx_load_relaxed(wq->state) == SRX_QP_STATE_RESET) {
+	/* A QP on an SRQ receives what is posted to the SRQ. */
+	if (!wq->base || srx_load_relaxed(wq->state) == SRX_QP_STATE_RESET) {
 		*bad_wr = first;
 		return EINVAL;
 	}
@@ -522,8 +538,6 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *first,
 	pthread_spin_lock(&wq->lock);
 	start = wq->head;
 	for (wr = first; wr; wr = wr->next) {
-		struct srx_recv_wqe *wqe;
-
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge)
 			ret = EINVAL;
 		else if (srx_wq_full(wq))
@@ -532,14 +546,7 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *first,
 			*bad_wr = wr;
 			break;
 		}
-
-		wqe = srx_wq_slot(wq, wq->head);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->reserved = 0;
-		srx_copy_sges((struct srx_sge *)(wqe + 1), wr->sg_list,
-			      wr->num_sge);
-		wq->head++;
+		srx_write_recv(wq, wr);
 	}
 	end = wq->head;
 	doorbell = srx_wq_publish(wq, start);

@@ -51,6 +51,10 @@ VERBS_PRIV_DRV_RESP(usrx_create_qp_resp, ib_uverbs_create_qp_resp,
 VERBS_PRIV_DRV_RESP(usrx_create_qp_ex_resp, ib_uverbs_ex_create_qp_resp,
 		    srx_create_qp_resp, 8);
 
+/* ibv_cmd_create_srq(): no srx command payload, pass a plain ibv_create_srq. */
+VERBS_PRIV_DRV_RESP(usrx_create_srq_resp, ib_uverbs_create_srq_resp,
+		    srx_create_srq_resp, 4);
+
 /* ibv_cmd_create_ah(): no srx command payload. */
 VERBS_PRIV_DRV_RESP(usrx_create_ah_resp, ib_uverbs_create_ah_resp,
 		    srx_create_ah_resp, 4);

@@ -4,7 +4,7 @@
  *
  * This file: registration with libibverbs, device and context, queries,
  * protection domains and memory regions. CQs are in cq.c (the lock-free
- * fast path), QPs in qp.c, their ibv_wr_* API in wr.c. Everything that
+ * fast path), QPs in qp.c, their ibv_wr_* API in wr.c, SRQs in srq.c. Everything that
  * creates or destroys a kernel object goes through libibverbs' ibv_cmd_*
  * helpers, which use the uverbs ioctl interface on the kernels srx
  * supports.
@@ -170,20 +170,25 @@ static const struct verbs_context_ops srx_ctx_ops = {
 	.create_cq_ex = srx_create_cq_ex,
 	.create_qp = srx_create_qp,
 	.create_qp_ex = srx_create_qp_ex,
+	.create_srq = srx_create_srq,
 	.dealloc_pd = srx_dealloc_pd,
 	.destroy_ah = srx_destroy_ah,
 	.dereg_mr = srx_dereg_mr,
 	.destroy_cq = srx_destroy_cq,
 	.destroy_qp = srx_destroy_qp,
+	.destroy_srq = srx_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srx_free_context,
 	.modify_qp = srx_modify_qp,
+	.modify_srq = srx_modify_srq,
 	.poll_cq = srx_poll_cq,
 	.post_recv = srx_post_recv,
 	.post_send = srx_post_send,
+	.post_srq_recv = srx_post_srq_recv,
 	.query_device_ex = srx_query_device_ex,
 	.query_port = srx_query_port,
 	.query_qp = srx_query_qp,
+	.query_srq = srx_query_srq,
 	.reg_mr = srx_reg_mr,
 	.rereg_mr = srx_rereg_mr,
 	.req_notify_cq = srx_req_notify_cq,

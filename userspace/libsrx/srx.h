@@ -192,7 +192,7 @@ struct srx_wq {
 struct srx_qp {
 	struct verbs_qp vqp;
 	struct srx_wq sq;
-	struct srx_wq rq;
+	struct srx_wq rq;		/* not mapped (base NULL) on an SRQ */
 	/*
 	 * The ibv_wr_* batch (wr.c), from ibv_wr_start() to its complete or
 	 * abort, which hold sq.lock: the head it started at, the WQE the
@@ -206,6 +206,22 @@ struct srx_qp {
 static inline struct srx_qp *to_sqp(struct ibv_qp *ibqp)
 {
 	return VERBS_PRIV_CONTAINER(ibqp, struct srx_qp, vqp.qp);
+}
+
+/*
+ * A shared receive queue (srq.c): a work queue ring without a CQ. Its
+ * slots are free once the kernel's cons has passed them (srx-abi.h, U7):
+ * head is the producer index, under wq.lock; free, done, cqe_idx, state
+ * and engine are not used.
+ */
+struct srx_srq {
+	struct verbs_srq vsrq;
+	struct srx_wq wq;
+};
+
+static inline struct srx_srq *to_ssrq(struct ibv_srq *ibsrq)
+{
+	return VERBS_PRIV_CONTAINER(ibsrq, struct srx_srq, vsrq.srq);
 }
 
 /* An address handle: its number in the kernel's table (ah.c). */
@@ -253,11 +269,25 @@ int srx_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 struct ibv_qp *srx_create_qp_ex(struct ibv_context *ctx,
 				struct ibv_qp_init_attr_ex *attr);
 bool srx_wq_full(struct srx_wq *wq);
+int srx_wq_map(struct srx_wq *wq, struct ibv_context *ctx,
+	       const struct srx_wq_layout *l, size_t hdr);
+void srx_wq_unmap(struct srx_wq *wq);
 bool srx_sq_publish(struct srx_qp *qp, uint32_t start);
 int srx_ring_doorbell(struct srx_qp *qp, struct srx_wq *wq, uint32_t start,
 		      uint32_t end, uint32_t *taken);
 void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src, int num_sge);
+void srx_write_recv(struct srx_wq *wq, const struct ibv_recv_wr *wr);
 bool srx_inline_ok(enum ibv_wr_opcode op);
+
+/* srq.c */
+struct ibv_srq *srx_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr);
+int srx_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		   int attr_mask);
+int srx_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int srx_destroy_srq(struct ibv_srq *ibsrq);
+int srx_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
 
 /* wr.c */
 bool srx_wr_ops_ok(const struct srx_context *ctx, enum ibv_qp_type type,

@@ -224,6 +224,19 @@ struct verbs_qp {
 	struct verbs_xrcd *xrcd;	/* with VERBS_QP_XRCD only */
 };
 
+/*
+ * Every SRQ a provider returns starts with one of these. Only
+ * ibv_cmd_create_srq_ex() (XRC, cmd_srq.c) writes the tail, for providers
+ * such as mlx4 to read; ibv_cmd_create_srq() sets only the ibv_srq.
+ */
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
+
 /* ibv_cmd_create_cq_ex() takes one of these. */
 struct verbs_cq {
 	union {
@@ -526,6 +539,9 @@ VERBS_PRIV_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 VERBS_PRIV_CMD(ibv_create_qp, ib_uverbs_create_qp);
 VERBS_PRIV_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 VERBS_PRIV_CMD(ibv_query_qp, ib_uverbs_query_qp);
+VERBS_PRIV_CMD(ibv_create_srq, ib_uverbs_create_srq);
+VERBS_PRIV_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
+VERBS_PRIV_CMD(ibv_query_srq, ib_uverbs_query_srq);
 VERBS_PRIV_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq);
 VERBS_PRIV_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp);
 
@@ -696,6 +712,27 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
+
+/*
+ * cmd_srq.c: SRQ_CREATE by ioctl, write() fallback; sets srq->context,
+ * handle, mutex and cond, and writes the granted max_wr and max_sge back
+ * into attr (not on the fallback of uverbs ABI 5, whose response is the
+ * handle alone: libsrx sets attr from its ring). As for QPs, the core
+ * response structure is not written on the ioctl path. Destroy waits until
+ * every reported event has been acknowledged.
+ */
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+/* cmd.c: MODIFY_SRQ and QUERY_SRQ, write() only. */
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
 
 /* cmd.c: CREATE_AH, write() only. cmd_ah.c: destroy (ioctl, fallback). */
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,

@@ -81,6 +81,19 @@
  *      reload sees the new prod, or the poster sees ACTIVE clear and
  *      rings: no WQE is left unsent. A QP in error keeps ACTIVE clear, so
  *      the state rule above is folded in: a post to it rings and flushes.
+ *  Shared receive queue (SRQ): its ring is an RQ's (struct srx_wq_ctrl,
+ *  struct srx_recv_wqe slots, a cqe_idx array it does not use), consumed
+ *  by every QP attached to it. Its WQEs complete out of order, on the
+ *  recv CQs of several QPs, so U5 cannot free its slots:
+ *   K7 the kernel takes a WQE (K4, under the SRQ's own lock) only when a
+ *      message needs one, copying it into the taking QP's private entry;
+ *      it then publishes cons and mirrors done = cons. A QP holds at most
+ *      one taken, uncompleted SRQ WQE. A completion not yet polled holds
+ *      no slot (as on rxe; mlx5 frees an SRQ slot when its CQE is
+ *      polled), so the SRQ's size does not bound the recv CQs: a process
+ *      that posts again before it polls must size them for that too.
+ *   U7 a slot is free once cons (load-acquire) has passed it: the kernel
+ *      never reads a taken slot again. A post to an SRQ never rings.
  *
  * The kernel never trusts a word userspace can write: it keeps its own copy
  * of every index it owns, reads each user-written word once with READ_ONCE()
@@ -346,8 +359,9 @@ struct srx_wq_layout {
 
 /*
  * Commands without a payload of their own (GET_CONTEXT, QUERY_DEVICE,
- * ALLOC_PD, REG_MR, CREATE_QP, MODIFY_QP) take none: anything but zeros
- * is EOPNOTSUPP, so a payload can be defined for them later.
+ * ALLOC_PD, REG_MR, CREATE_QP, MODIFY_QP, CREATE_SRQ, MODIFY_SRQ) take
+ * none: anything but zeros is EOPNOTSUPP, so a payload can be defined for
+ * them later.
  */
 
 struct srx_alloc_ucontext_resp {
@@ -388,9 +402,22 @@ struct srx_resize_cq_resp {
 	struct srx_cq_layout ring;	/* the prepared ring, after PREPARE */
 };
 
+/* A QP created on an SRQ has no receive queue: its rq layout is all zeros. */
 struct srx_create_qp_resp {
 	struct srx_wq_layout sq;
 	struct srx_wq_layout rq;
+};
+
+/*
+ * Returned by SRQ create (no command payload). The ring is laid out as a
+ * receive queue's, engine and cqe_idx included though an SRQ uses neither;
+ * slots are freed by K7/U7, not U5. A new object, so no new ring format:
+ * an older libsrx never creates one.
+ */
+struct srx_create_srq_resp {
+	struct srx_wq_layout ring;
+	__u32 comp_mask;		/* none defined yet: 0 */
+	__u32 reserved[3];		/* 0 */
 };
 
 /*
