@@ -391,11 +391,10 @@ void srx_qp_flush(struct srx_qp *qp, bool may_sleep)
  * 6.12): once a QP on an SRQ is in the error state and its last WQE taken
  * from the SRQ has completed, the consumer is told, and may then drain the
  * CQ and destroy the QP. 6.12's ib_drain_qp() waits up to 60 s for it.
- * Raised once per entry to the error state (6.12's rxe raises it again on
- * every responder run), after the flush of the held WQE, outside every
- * srx lock, in process context: send_work calls this after its flush,
- * and every entry to ERR queues send_work (srx_qp_set_error(), and
- * srx_modify_qp() for a QP on an SRQ).
+ * Raised once per entry to the error state (6.1's rxe never raises it),
+ * after the flush of the held WQE, outside every srx lock, from
+ * send_work, which calls this after its flush; every entry to ERR queues
+ * send_work (srx_qp_set_error(), and srx_modify_qp() for a QP on an SRQ).
  *
  * Context: send_work (process); no srx lock held.
  */

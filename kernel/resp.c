@@ -730,8 +730,9 @@ static void srx_resp_one(struct srx_qp *qp, const struct srx_roce_pkt *pkt,
  * bad rkey, no remote write right, too long), drops the rest of its
  * message; the next FIRST or ONLY, at whatever PSN, starts afresh there.
  * A receive WQE a dropped SEND had begun to fill is kept for the next
- * SEND (srx_resp_rwqe() hands out the oldest taken). Only a fault of the
- * receive WQE itself, a local error, completes it and ends the QP.
+ * SEND (srx_resp_rwqe() hands out the oldest taken), but an SRQ's WQE a
+ * too-long SEND reached completes REM_INV_REQ_ERR (srx_resp_send()). Only
+ * a fault of the receive WQE itself, a local error, ends the QP.
  * Context: resp_lock held.
  */
 static void srx_uc_one(struct srx_qp *qp, const struct srx_roce_pkt *pkt,

@@ -26,13 +26,20 @@
  *              never raises the event
  *   uc_toolong a UC SEND longer than the SRQ WQE it lands in completes
  *              that WQE with REM_INV_REQ_ERR and leaves the QP in RTS
- *              (rxe's class E), so no QP keeps a WQE of the SRQ; a SEND
- *              that fits lands next. Skipped with -r: 6.1's rxe ends the
- *              QP (its copy_data() error, compare.md)
+ *              (rxe's class E), so a too-long SEND leaves the QP no WQE
+ *              of the SRQ; a SEND that fits lands next. Skipped with -r:
+ *              not measured on rxe's SRQs, whose copy_data() error ends
+ *              the QP on an RQ (compare.md)
  *   ud_toolong the same for a UD datagram (with the 40-byte GRH area
  *              counted), then one that fits. Skipped with -r
  *   busy       ibv_destroy_srq while a QP is attached: EBUSY, and the SRQ
  *              still works; with the QPs gone it is destroyed
+ *   held       with -S helpers/roce_send.py: a UC QP on the SRQ holds a
+ *              receive for a message begun by a hand-built FIRST; reset,
+ *              it gives the receive back and the next SEND of pair 1
+ *              lands in it; in ERR, the receive completes as flushed and
+ *              LAST_WQE_REACHED follows; destroyed, it gives it back.
+ *              Skipped with -r or without -S
  *   hostile    the process writes the SRQ's ring as a hostile one could
  *              (found through /proc/self/maps, srx-abi.h's layout): a
  *              producer index a ring ahead, half the index space away or
@@ -44,6 +51,7 @@
  *
  * Prints TAP lines, one per case; exits 0 if every case passed.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -82,6 +90,7 @@ static struct ibv_qp *sqp[2], *rqp[2];	/* sqp[i] is connected to rqp[i] */
 static int n, fails;
 static bool rxe_receiver;	/* -r */
 static struct srx_test_map srq_map;	/* the SRQ's ring, on srx */
+static const char *script;	/* -S: helpers/roce_send.py */
 
 static void tap(bool ok, const char *what)
 {
@@ -113,18 +122,23 @@ static int end_init(struct end *e, const char *dev, int gid_index)
 	return e->mr ? 0 : -1;
 }
 
-/* Post receive @wr_id (slot @wr_id, MSG bytes) to the SRQ. */
-static int srq_post(uint64_t wr_id)
+/* Post receive @wr_id (slot @wr_id, @len bytes) to the SRQ. */
+static int srq_post_len(uint64_t wr_id, uint32_t len)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)slot(&rcv, wr_id), .length = MSG,
+		.addr = (uintptr_t)slot(&rcv, wr_id), .length = len,
 		.lkey = rcv.mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
 				  .num_sge = 1 }, *bad;
 
-	memset(slot(&rcv, wr_id), 0, MSG);
+	memset(slot(&rcv, wr_id), 0, len);
 	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+static int srq_post(uint64_t wr_id)
+{
+	return srq_post_len(wr_id, MSG);
 }
 
 static struct ibv_qp *qp_create(struct end *e, struct ibv_srq *s)
@@ -283,8 +297,12 @@ static void case_create(void)
 	s = ibv_create_srq(rcv.pd, &a);
 	ok = ok && s && a.attr.max_wr >= 10 && a.attr.max_sge >= 3 &&
 	     !ibv_query_srq(s, &q);
-	if (ok && (q.max_wr != a.attr.max_wr || q.max_sge != a.attr.max_sge ||
-		   q.srq_limit != 0)) {
+	if (ok && q.max_sge != a.attr.max_sge) {
+		fprintf(stderr, "create granted %u SGEs, query says %u\n",
+			a.attr.max_sge, q.max_sge);
+		ok = false;
+	}
+	if (ok && (q.max_wr != a.attr.max_wr || q.srq_limit != 0)) {
 		/*
 		 * 6.1's rxe answers create with the max_wr asked for but query
 		 * with its ring's index mask (rxe_query_srq()), and arms
@@ -601,6 +619,94 @@ static struct srx_recv_wqe *srq_find(uint64_t wr_id)
 }
 
 
+/*
+ * helpers/roce_send.py from the sender's address to the receiver's: one
+ * UC SEND_FIRST of 1024 bytes (the path MTU) to @qpn at @psn, which makes
+ * the QP take a receive from the SRQ and hold it for the rest.
+ */
+static bool send_first(uint32_t qpn, uint32_t psn)
+{
+	char s[INET_ADDRSTRLEN], d[INET_ADDRSTRLEN], cmd[512];
+
+	inet_ntop(AF_INET, snd.gid.raw + 12, s, sizeof(s));
+	inet_ntop(AF_INET, rcv.gid.raw + 12, d, sizeof(d));
+	snprintf(cmd, sizeof(cmd),
+		 "python3 %s %s %s good:1:1024:op=0x20:qpn=%u:psn=%u",
+		 script, s, d, qpn, psn);
+	return !system(cmd);
+}
+
+/* @qp (RESET) back to RTS on the UC connection case_held uses. */
+static bool held_connect(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	return !ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) &&
+	       !uc_connect(qp, &rcv, &snd, 0x123);
+}
+
+/*
+ * A QP holding a WQE of the SRQ (a UC message begun by a hand-built
+ * FIRST): reset, it gives the WQE back, and the next SEND on pair 1 lands
+ * in it; in ERR, it completes it as flushed, then raises LAST_WQE_REACHED;
+ * destroyed, it gives it back. Needs -S and an srx receiver.
+ */
+static void case_held(void)
+{
+	struct ibv_qp *ur;
+	struct ibv_wc wc;
+	bool ok;
+
+	if (rxe_receiver || !script) {
+		n++;
+		printf("ok %d held # SKIP %s\n", n, rxe_receiver ?
+		       "the receiver is rdma_rxe" : "no -S roce_send.py");
+		return;
+	}
+	ur = uc_qp_create(&rcv, srq);
+	ok = ur && !uc_connect(ur, &rcv, &snd, 0x123);
+
+	/* RESET gives it back: the next take, by pair 1, hands it out. */
+	ok = ok && !srq_post_len(0xe0, BUF) && send_first(ur->qp_num, 1000);
+	ok = ok && rc_poll_ms(rcv.cq, &wc, 300) == 0;
+	ok = ok && to_state(ur, IBV_QPS_RESET);
+	ok = ok && send_one(1, 0xe1) && recv_one(1, 0xe1) == 0xe0;
+	tap(ok, "held: a QP reset in the middle of a message gives its "
+	    "receive back to the SRQ");
+
+	/* ERR flushes the one it holds, then LAST_WQE_REACHED. */
+	ok = ok && held_connect(ur);
+	ok = ok && !srq_post_len(0xe2, BUF) && send_first(ur->qp_num, 2000);
+	ok = ok && rc_poll_ms(rcv.cq, &wc, 300) == 0 && to_state(ur, IBV_QPS_ERR);
+	if (ok && (rc_poll_ms(rcv.cq, &wc, 5000) != 1 || wc.wr_id != 0xe2 ||
+		   wc.status != IBV_WC_WR_FLUSH_ERR ||
+		   wc.qp_num != ur->qp_num)) {
+		fprintf(stderr, "held, ERR: wr_id %" PRIu64 ", %s\n",
+			wc.wr_id, ibv_wc_status_str(wc.status));
+		ok = false;
+	}
+	ok = ok && events(rcv.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, ur,
+			  2000) == 1;
+	tap(ok, "held: in ERR the held receive is flushed, then "
+	    "LAST_WQE_REACHED");
+
+	/* Destroyed, it gives it back too. */
+	ok = ok && to_state(ur, IBV_QPS_RESET) && held_connect(ur);
+	ok = ok && !srq_post_len(0xe3, BUF) && send_first(ur->qp_num, 3000);
+	ok = ok && rc_poll_ms(rcv.cq, &wc, 300) == 0;
+	ok = ok && !ibv_destroy_qp(ur);
+	ur = NULL;
+	ok = ok && send_one(1, 0xe4) && recv_one(1, 0xe4) == 0xe3;
+	tap(ok, "held: a QP destroyed in the middle of a message gives its "
+	    "receive back");
+	if (ur)
+		ibv_destroy_qp(ur);
+}
+
 static void case_hostile(void)
 {
 	volatile uint32_t *prod;
@@ -666,7 +772,7 @@ static void case_hostile(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: srq_check -d SEND_DEV -g GID_INDEX "
-		"-D RECV_DEV -G GID_INDEX [-r]\n");
+		"-D RECV_DEV -G GID_INDEX [-r] [-S ROCE_SEND_PY]\n");
 	exit(2);
 }
 
@@ -678,13 +784,14 @@ int main(int argc, char **argv)
 		.attr = { .max_wr = SRQ_WR, .max_sge = 1 },
 	};
 
-	while ((opt = getopt(argc, argv, "d:g:D:G:r")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:D:G:rS:")) != -1) {
 		switch (opt) {
 		case 'd': sdev = optarg; break;
 		case 'g': sgid = atoi(optarg); break;
 		case 'D': rdev = optarg; break;
 		case 'G': rgid = atoi(optarg); break;
 		case 'r': rxe_receiver = true; break;
+		case 'S': script = optarg; break;
 		default: usage();
 		}
 	}
@@ -732,6 +839,7 @@ int main(int argc, char **argv)
 	case_uc_toolong();
 	case_ud_toolong();
 	case_busy();
+	case_held();
 	case_hostile();
 
 	for (i = 0; i < 2; i++) {
