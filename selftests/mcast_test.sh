@@ -70,8 +70,20 @@ check() {
 	return $rc
 }
 
-# mckey_pair SENDER RECEIVER: mckey receives ten datagrams from mckey.
+# mckey_pair SENDER RECEIVER: mckey receives ten datagrams from mckey,
+# on the first or the second try. UD may lose a datagram, and mckey never
+# sends one again: a receiver short of its ten waits until pair_limit.
+# Seen once in a CI run beside a KASAN guest (6.12, rxe sender); alone,
+# the same case passed. A second failure fails.
 mckey_pair() {
+	if mckey_once "$@"; then
+		return 0
+	fi
+	echo "#   first try failed (above); trying once more"
+	mckey_once "$@"
+}
+
+mckey_once() {
 	local snd=$1 rcv=$2 rpid rc=0
 	echo "# + [$rcv] mckey -m $MCKEY_GROUP -b $(topo_var "$rcv" IP4)"
 	topo_exec "$rcv" timeout "$pair_limit" mckey -m "$MCKEY_GROUP" \
