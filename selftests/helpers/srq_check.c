@@ -48,6 +48,12 @@
  *              honest again); a WQE whose num_sge is rewritten after the
  *              post completes in error on the receiving QP, which ends,
  *              raising LAST_WQE_REACHED. Skipped with -r
+ *   pd         an SRQ on a PD of its own under a QP on the end's PD: a
+ *              receive whose lkey is of the SRQ's PD takes a SEND; one
+ *              whose lkey is of the QP's PD completes LOC_PROT_ERR, the
+ *              SEND REM_OP_ERR, and the QP, in ERR, raises LAST_WQE_REACHED
+ *              (the SRQ's PD is what the lkeys are checked against). Skipped with -r: rxe checks them against the
+ *              QP's PD (6.1's rxe_resp.c, copy_data(qp->pd, ...))
  *
  * Prints TAP lines, one per case; exits 0 if every case passed.
  */
@@ -769,6 +775,89 @@ static void case_hostile(void)
 	tap(ok, "hostile: a WQE rewritten after its post completes in error; its QP ends");
 }
 
+static void case_pd(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *s2 = NULL;
+	struct ibv_qp *qs = NULL, *qr = NULL;
+	struct ibv_pd *pd2 = NULL;
+	struct ibv_mr *mr2 = NULL;
+	uint8_t *buf2 = calloc(2, BUF);
+	struct ibv_recv_wr wr = { .num_sge = 1 }, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	bool ok = buf2;
+	unsigned int k;
+
+	if (rxe_receiver) {
+		n++;
+		printf("ok %d pd # SKIP rdma_rxe checks an SRQ receive's lkeys "
+		       "against the QP's PD\n", n);
+		free(buf2);
+		return;
+	}
+	pd2 = ok ? ibv_alloc_pd(rcv.ctx) : NULL;
+	mr2 = pd2 ? ibv_reg_mr(pd2, buf2, 2 * BUF, IBV_ACCESS_LOCAL_WRITE) :
+		    NULL;
+	s2 = pd2 ? ibv_create_srq(pd2, &sa) : NULL;
+	qs = qp_create(&snd, NULL);
+	qr = s2 ? qp_create(&rcv, s2) : NULL;
+	ok = mr2 && qs && qr && !qp_connect(qs, &snd, &rcv, qr->qp_num) &&
+	     !qp_connect(qr, &rcv, &snd, qs->qp_num);
+	if (!ok)
+		fprintf(stderr, "pd: setup: %s\n", strerror(errno));
+
+	/* The SRQ's PD: taken. */
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf2, .length = BUF,
+				.lkey = mr2 ? mr2->lkey : 0 };
+	ok = ok && !ibv_post_srq_recv(s2, &wr, &bad) &&
+	     post_send(qs, 0xc0, MSG, NULL, 0) && send_done(0xc0);
+	if (ok && (rc_poll_ms(rcv.cq, &wc, 5000) != 1 || wc.wr_id != 1 ||
+		   wc.status != IBV_WC_SUCCESS || wc.byte_len != MSG)) {
+		fprintf(stderr, "pd: the SRQ's PD: %s\n",
+			ibv_wc_status_str(wc.status));
+		ok = false;
+	}
+	for (k = 0; ok && k < MSG; k++)
+		ok = buf2[k] == 0xc0;
+
+	/* The QP's PD, not the SRQ's: refused. */
+	wr.wr_id = 2;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)slot(&rcv, 2),
+				.length = MSG, .lkey = rcv.mr->lkey };
+	ok = ok && !ibv_post_srq_recv(s2, &wr, &bad) &&
+	     post_send(qs, 0xc1, MSG, NULL, 0);
+	if (ok && (rc_poll_ms(rcv.cq, &wc, 5000) != 1 || wc.wr_id != 2 ||
+		   wc.status != IBV_WC_LOC_PROT_ERR)) {
+		fprintf(stderr, "pd: the QP's PD: wr_id %" PRIu64 ", %s\n",
+			wc.wr_id, ibv_wc_status_str(wc.status));
+		ok = false;
+	}
+	if (ok && (rc_poll_ms(snd.cq, &wc, 5000) != 1 ||
+		   wc.status != IBV_WC_REM_OP_ERR)) {
+		fprintf(stderr, "pd: the SEND to the QP's PD: %s\n",
+			ibv_wc_status_str(wc.status));
+		ok = false;
+	}
+	/* Before the QP goes: the event comes from the kernel's send_work. */
+	ok = ok && events(rcv.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, qr, 2000) == 1;
+	tap(ok, "pd: an SRQ's receives are checked against the SRQ's PD, "
+	    "not the QP's");
+	if (qs)
+		ibv_destroy_qp(qs);
+	if (qr)
+		ibv_destroy_qp(qr);
+	if (s2)
+		ibv_destroy_srq(s2);
+	if (mr2)
+		ibv_dereg_mr(mr2);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	free(buf2);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: srq_check -d SEND_DEV -g GID_INDEX "
@@ -841,6 +930,7 @@ int main(int argc, char **argv)
 	case_busy();
 	case_held();
 	case_hostile();
+	case_pd();
 
 	for (i = 0; i < 2; i++) {
 		ibv_destroy_qp(sqp[i]);

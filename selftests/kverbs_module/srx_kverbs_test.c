@@ -19,7 +19,9 @@
  *    rdma_destroy_ah() under a spinlock (ib_cm does so: they must not
  *    sleep), a datagram between two UD QPs through it, received with
  *    IB_WC_GRH, the sender's QPN and the 40-byte GRH area counted, and
- *    ib_init_ah_attr_from_wc() reading an address back from it.
+ *    ib_init_ah_attr_from_wc() reading an address back from it;
+ *  - a kernel SRQ: its limit event, a QP taking receives from it, and
+ *    ib_drain_qp() on that QP, which 6.12 ends on LAST_WQE_REACHED.
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
@@ -164,18 +166,32 @@ static int srx_kverbs_wait(struct ib_cq *cq, struct ib_wc *wc)
 
 #define SRX_KVERBS_QKEY	0x1234
 
+/* Affiliated events seen by srx_kverbs_srq()'s SRQ and QP. */
+static atomic_t srx_kverbs_limit_events = ATOMIC_INIT(0);
+static atomic_t srx_kverbs_last_wqe_events = ATOMIC_INIT(0);
+
+static void srx_kverbs_event(struct ib_event *ev, void *ctx)
+{
+	if (ev->event == IB_EVENT_SRQ_LIMIT_REACHED)
+		atomic_inc(&srx_kverbs_limit_events);
+	else if (ev->event == IB_EVENT_QP_LAST_WQE_REACHED)
+		atomic_inc(&srx_kverbs_last_wqe_events);
+}
+
 /*
  * A kernel QP of @type on @pd in INIT on port 1: an RC QP granting remote
- * write, a UD QP with Q_Key SRX_KVERBS_QKEY.
+ * write, a UD QP with Q_Key SRX_KVERBS_QKEY; its receives from @srq if
+ * not NULL, its events then counted by srx_kverbs_event().
  */
 static struct ib_qp *srx_kverbs_qp(struct ib_pd *pd, struct ib_cq *cq,
-				   enum ib_qp_type type)
+				   enum ib_qp_type type, struct ib_srq *srq)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = type, .sq_sig_type = IB_SIGNAL_ALL_WR,
 		.send_cq = cq, .recv_cq = cq,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.srq = srq, .event_handler = srq ? srx_kverbs_event : NULL,
 	};
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT, .port_num = 1,
@@ -224,6 +240,23 @@ static int srx_kverbs_connect(struct ib_qp *qp, u32 dqpn, union ib_gid *gid)
 			    IB_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* Teardown of what srx_kverbs_traffic() and srx_kverbs_srq() set up. */
+static void srx_kverbs_free_qps(struct ib_qp *a, struct ib_qp *b)
+{
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+}
+
+static void srx_kverbs_free_cqs(struct ib_cq *ca, struct ib_cq *cb)
+{
+	if (!IS_ERR_OR_NULL(ca))
+		ib_free_cq(ca);
+	if (!IS_ERR_OR_NULL(cb))
+		ib_free_cq(cb);
+}
+
 /*
  * Two kernel RC QPs on @dev, connected to each other through GID 0:
  * a SEND of 3000 bytes (3 packets at MTU 1024) from a to b, posted with
@@ -258,8 +291,8 @@ static void srx_kverbs_traffic(struct ib_device *dev, struct ib_pd *pd)
 		CHECK(0, "traffic setup");
 		goto out_free;
 	}
-	a = srx_kverbs_qp(pd, ca, IB_QPT_RC);
-	b = srx_kverbs_qp(pd, cb, IB_QPT_RC);
+	a = srx_kverbs_qp(pd, ca, IB_QPT_RC, NULL);
+	b = srx_kverbs_qp(pd, cb, IB_QPT_RC, NULL);
 	if (IS_ERR(a) || IS_ERR(b)) {
 		CHECK(0, "traffic QPs");
 		goto out_qp;
@@ -307,17 +340,191 @@ static void srx_kverbs_traffic(struct ib_device *dev, struct ib_pd *pd)
 	ib_dma_unmap_single(dev, rdma, len + 16, DMA_FROM_DEVICE);
 	CHECK(!memcmp(src, dst, len) && !dst[len], "received bytes differ");
 out_qp:
-	if (!IS_ERR_OR_NULL(a))
-		ib_destroy_qp(a);
-	if (!IS_ERR_OR_NULL(b))
-		ib_destroy_qp(b);
+	srx_kverbs_free_qps(a, b);
 out_free:
-	if (!IS_ERR_OR_NULL(ca))
-		ib_free_cq(ca);
-	if (!IS_ERR_OR_NULL(cb))
-		ib_free_cq(cb);
+	srx_kverbs_free_cqs(ca, cb);
 	kfree(src);
 	kfree(dst);
+}
+
+/* Wait up to 5 s for @count to reach @want; what it reached. */
+static int srx_kverbs_wait_events(atomic_t *count, int want)
+{
+	int i;
+
+	for (i = 0; i < 500 && atomic_read(count) < want; i++)
+		usleep_range(10000, 11000);
+	return atomic_read(count);
+}
+
+#define SRX_KVERBS_SRQ_LEN	3000
+
+/*
+ * A kernel SRQ (ib_create_srq(), what nvmet-rdma makes by default): an RC
+ * QP b takes its receives from it. The SRQ's limit, armed at 2 with three
+ * WQEs posted, fires once when two SENDs from a have taken two, and reads
+ * 0 after; the third SEND takes the third WQE without another event.
+ * ib_drain_qp(b) returns
+ * (6.12's waits up to 60 s for LAST_WQE_REACHED, 6.1's does not wait for
+ * it), and b's handler sees LAST_WQE_REACHED once.
+ */
+static void srx_kverbs_srq(struct ib_device *dev, struct ib_pd *pd)
+{
+	const size_t len = SRX_KVERBS_SRQ_LEN, slot = len + 16;
+	struct ib_srq_init_attr sinit = {
+		.event_handler = srx_kverbs_event,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_srq_attr sattr = {};
+	struct ib_qp *a = NULL, *b = NULL;
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *sbad;
+	struct ib_recv_wr rwr[3] = {};
+	struct ib_sge rsge[3];
+	struct ib_cq *ca, *cb;
+	struct ib_srq *srq;
+	struct ib_send_wr swr = {};
+	struct ib_sge ssge;
+	union ib_gid gid;
+	struct ib_wc wc;
+	u64 sdma = 0, rdma = 0;
+	unsigned long start;
+	u8 *src, *dst;
+	size_t k;
+	int i, ret;
+
+	atomic_set(&srx_kverbs_limit_events, 0);
+	atomic_set(&srx_kverbs_last_wqe_events, 0);
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	CHECK(!ret, "srq: GID 0: %d", ret);
+	if (ret)
+		return;
+
+	sinit.attr.max_wr = 0;
+	srq = ib_create_srq(pd, &sinit);
+	CHECK(PTR_ERR(srq) == -EINVAL, "srq: max_wr 0: %d",
+	      PTR_ERR_OR_ZERO(srq));
+	if (!IS_ERR(srq))
+		ib_destroy_srq(srq);
+	sinit.attr.max_wr = 8;
+	srq = ib_create_srq(pd, &sinit);
+	CHECK(!IS_ERR(srq), "srq: ib_create_srq: %d", PTR_ERR_OR_ZERO(srq));
+	if (IS_ERR(srq))
+		return;
+	CHECK(sinit.attr.max_wr >= 8 && sinit.attr.max_sge >= 1,
+	      "srq: granted %u WQEs of %u SGEs", sinit.attr.max_wr,
+	      sinit.attr.max_sge);
+	ret = ib_query_srq(srq, &sattr);
+	CHECK(!ret && sattr.max_wr == sinit.attr.max_wr && !sattr.srq_limit,
+	      "srq: query: %d, max_wr %u, limit %u", ret, sattr.max_wr,
+	      sattr.srq_limit);
+
+	src = kmalloc(len, GFP_KERNEL);
+	dst = kzalloc(3 * slot, GFP_KERNEL);
+	ca = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	cb = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (!src || !dst || IS_ERR(ca) || IS_ERR(cb)) {
+		CHECK(0, "srq: setup");
+		goto out_free;
+	}
+	a = srx_kverbs_qp(pd, ca, IB_QPT_RC, NULL);
+	b = srx_kverbs_qp(pd, cb, IB_QPT_RC, srq);
+	if (IS_ERR(a) || IS_ERR(b)) {
+		CHECK(0, "srq: QPs: %d %d", PTR_ERR_OR_ZERO(a),
+		      PTR_ERR_OR_ZERO(b));
+		goto out_qp;
+	}
+	ret = srx_kverbs_connect(a, b->qp_num, &gid) ?:
+	      srx_kverbs_connect(b, a->qp_num, &gid);
+	CHECK(!ret, "srq: connect: %d", ret);
+	if (ret)
+		goto out_qp;
+	for (k = 0; k < len; k++)
+		src[k] = (u8)(k * 7 + 3);
+	sdma = ib_dma_map_single(dev, src, len, DMA_TO_DEVICE);
+	rdma = ib_dma_map_single(dev, dst, 3 * slot, DMA_FROM_DEVICE);
+	for (i = 0; i < 3; i++) {
+		rsge[i] = (struct ib_sge){ .addr = rdma + i * slot,
+					   .length = slot,
+					   .lkey = pd->local_dma_lkey };
+		rwr[i].wr_id = 10 + i;
+		rwr[i].sg_list = &rsge[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 2 ? &rwr[i + 1] : NULL;
+	}
+	ret = ib_post_srq_recv(srq, rwr, &rbad);
+	CHECK(!ret, "srq: post_srq_recv: %d", ret);
+	sattr.srq_limit = 2;
+	if (!ret)
+		ret = ib_modify_srq(srq, &sattr, IB_SRQ_LIMIT);
+	CHECK(!ret, "srq: limit 2: %d", ret);
+	if (ret)
+		goto out_unmap;
+
+	ssge = (struct ib_sge){ .addr = sdma, .length = len,
+				.lkey = pd->local_dma_lkey };
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = IB_WR_SEND;
+	swr.send_flags = IB_SEND_SIGNALED;
+	for (i = 0; i < 3; i++) {
+		swr.wr_id = 1 + i;
+		ret = ib_post_send(a, &swr, &sbad);
+		CHECK(!ret, "srq: post_send %d: %d", i, ret);
+		if (ret)
+			break;
+		memset(&wc, 0, sizeof(wc));
+		CHECK(srx_kverbs_wait(ca, &wc) == 1 && wc.wr_id == 1 + i &&
+		      wc.status == IB_WC_SUCCESS,
+		      "srq: send %d: status %d", i, wc.status);
+		memset(&wc, 0, sizeof(wc));
+		CHECK(srx_kverbs_wait(cb, &wc) == 1 && wc.wr_id == 10 + i &&
+		      wc.status == IB_WC_SUCCESS && wc.qp == b &&
+		      wc.byte_len == len && wc.opcode == IB_WC_RECV,
+		      "srq: receive %d: wr_id %llu, status %d, %u bytes", i,
+		      wc.wr_id, wc.status, wc.byte_len);
+		if (i != 1)
+			continue;
+		/* One WQE left, fewer than 2: the limit fires, once. */
+		CHECK(srx_kverbs_wait_events(&srx_kverbs_limit_events, 1) == 1,
+		      "srq: %d SRQ_LIMIT_REACHED events",
+		      atomic_read(&srx_kverbs_limit_events));
+		ret = ib_query_srq(srq, &sattr);
+		CHECK(!ret && !sattr.srq_limit,
+		      "srq: query after the event: %d, limit %u", ret,
+		      sattr.srq_limit);
+	}
+	CHECK(atomic_read(&srx_kverbs_limit_events) == 1,
+	      "srq: %d SRQ_LIMIT_REACHED events after the third receive",
+	      atomic_read(&srx_kverbs_limit_events));
+	ib_dma_unmap_single(dev, sdma, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, rdma, 3 * slot, DMA_FROM_DEVICE);
+	for (i = 0; i < 3; i++)
+		CHECK(!memcmp(src, dst + i * slot, len) && !dst[i * slot + len],
+		      "srq: receive %d's bytes differ", i);
+
+	/* b's CQ is empty: the drain's own completions are all it finds. */
+	start = jiffies;
+	ib_drain_qp(b);
+	CHECK(time_before(jiffies, start + 30 * HZ),
+	      "srq: ib_drain_qp() took %u ms",
+	      jiffies_to_msecs(jiffies - start));
+	CHECK(srx_kverbs_wait_events(&srx_kverbs_last_wqe_events, 1) == 1,
+	      "srq: %d LAST_WQE_REACHED events",
+	      atomic_read(&srx_kverbs_last_wqe_events));
+	goto out_qp;
+
+out_unmap:
+	ib_dma_unmap_single(dev, sdma, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, rdma, 3 * slot, DMA_FROM_DEVICE);
+out_qp:
+	srx_kverbs_free_qps(a, b);
+out_free:
+	srx_kverbs_free_cqs(ca, cb);
+	kfree(src);
+	kfree(dst);
+	ib_destroy_srq(srq);
 }
 
 #define SRX_KVERBS_GRH	40
@@ -326,7 +533,7 @@ out_free:
 static struct ib_qp *srx_kverbs_ud_qp(struct ib_pd *pd, struct ib_cq *cq)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
-	struct ib_qp *qp = srx_kverbs_qp(pd, cq, IB_QPT_UD);
+	struct ib_qp *qp = srx_kverbs_qp(pd, cq, IB_QPT_UD, NULL);
 
 	if (IS_ERR(qp))
 		return qp;
@@ -506,8 +713,8 @@ static void srx_kverbs_clean(struct ib_device *dev, struct ib_pd *pd)
 		CHECK(0, "clean: CQ: %ld", PTR_ERR(cq));
 		return;
 	}
-	a = srx_kverbs_qp(pd, cq, IB_QPT_RC);
-	b = srx_kverbs_qp(pd, cq, IB_QPT_RC);
+	a = srx_kverbs_qp(pd, cq, IB_QPT_RC, NULL);
+	b = srx_kverbs_qp(pd, cq, IB_QPT_RC, NULL);
 	if (IS_ERR(a) || IS_ERR(b)) {
 		CHECK(0, "clean: QPs");
 		goto out;
@@ -619,6 +826,7 @@ static int srx_kverbs_add(struct ib_device *dev)
 	srx_kverbs_traffic(dev, pd);
 	srx_kverbs_ud(dev, pd);
 	srx_kverbs_clean(dev, pd);
+	srx_kverbs_srq(dev, pd);
 err_cq:
 	ib_free_cq(cq);
 err_pd:
