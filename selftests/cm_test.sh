@@ -14,14 +14,16 @@
 #   rdma_xserver/_xclient the same with -c r (RC; srx has no XRC)
 #   rstream, riostream    rsockets: a stream over RDMA
 #   cmtime                20 connections set up and torn down at once
-#   ib_send_bw -R         perftest connecting through rdma_cm
+#   ib_*_bw/_lat -R       every RC perftest (SEND, WRITE, READ, atomics),
+#                         connecting through rdma_cm
 #   librspreload          an ordinary TCP program (python's socket) moved
 #                         onto rsockets by LD_PRELOAD: the bytes arrive
 #
-# srx to srx runs every one; srx to itself and srx with rdma_rxe run the
-# connection kinds (RC, UD through SIDR, rsockets, perftest); srx to srx
-# over a VLAN runs rping, ucmatose and udaddy between the VLAN's
-# addresses (the CM answers a MAD from the GID of the VLAN it came on).
+# srx to srx and srx with rdma_rxe (both ways) run every one; srx to
+# itself runs the connection kinds (RC, UD through SIDR, rsockets,
+# perftest); srx to srx over a VLAN runs rping, ucmatose and udaddy
+# between the VLAN's addresses (the CM answers a MAD from the GID of the
+# VLAN it came on).
 #
 # udpong (rsockets' datagrams) is not here: rdma-core 44's rsockets gives
 # each datagram QP an AH with no GRH (ds_add_qp_dest() in rsocket.c),
@@ -152,12 +154,29 @@ cmtime_() {
 	return $rc
 }
 
+# perf_cm SRV CLI: every RC perftest, connecting through rdma_cm (-R).
+# READ and ATOMIC with -o 16, as rc_engine_test.sh runs them with rdma_rxe:
+# perftest's server accepts with its own device's max_qp_rd_atom as the
+# initiator depth (rdma_rxe's 128) whatever the client asked, and the
+# client's librdmacm puts that in its QP, which srx refuses above the 16
+# it reports, as mlx5 does. Without -o, an srx client of an rdma_rxe
+# server was REJECTED and the server's perftest died in librdmacm (a
+# general protection fault; 6.12, 2026-12-04).
+perf_cm_tests=(ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat
+	ib_write_lat ib_read_lat ib_atomic_lat)
 perf_cm() {
-	local srv=$1 cli=$2
-	port=$((port + 1))
-	cmpair "$srv" "$cli" -- ib_send_bw -d "$(topo_var "$srv" DEV)" -R \
-		-F -n 200 -p "$port" -- ib_send_bw -d "$(topo_var "$cli" DEV)" \
-		-R -F -n 200 -p "$port" "$(ip_of "$srv")"
+	local srv=$1 cli=$2 t o rc=0
+	for t in "${perf_cm_tests[@]}"; do
+		port=$((port + 1))
+		o=()
+		case $t in ib_read_* | ib_atomic_*) o=(-o 16) ;; esac
+		cmpair "$srv" "$cli" -- "$t" -d "$(topo_var "$srv" DEV)" -R -F \
+			-n 100 "${o[@]}" -p "$port" -- "$t" \
+			-d "$(topo_var "$cli" DEV)" -R -F -n 100 "${o[@]}" \
+			-p "$port" "$(ip_of "$srv")" ||
+			{ echo "#   $t -R failed"; rc=1; }
+	done
+	return $rc
 }
 
 # A TCP echo of 1 MiB through librspreload: the client checks the bytes.
@@ -187,16 +206,21 @@ while len(got) < len(d):
 sys.exit(0 if got == d else 1)' "$a" "$port"
 }
 
-# some SRV CLI: the connection kinds, server on SRV. Not rstream with
-# rdma_rxe under make check-debug's KASAN kernel (SRX_TEST_KASAN): Linux
-# 6.1's rdma_rxe reads one pointer past its MR's page map when a copy ends
-# in the last page of a 256-page map (rxe_mr.c, rxe_mr_copy(); 6.2 rewrote
-# it; rc_traffic_test.sh has the same note), which rsockets' buffers hit:
-# 414 KASAN reports from rxe, in tasks rstream, both ways (2026-12-04).
-some_list=(rping_ ucmatose_ udaddy_ rstream_ perf_cm)
+# some LIST SRV CLI: the cases of array LIST, server on SRV. Not rstream
+# with rdma_rxe under make check-debug's KASAN kernel (SRX_TEST_KASAN):
+# Linux 6.1's rdma_rxe reads one pointer past its MR's page map when a
+# copy ends in the last page of a 256-page map (rxe_mr.c, rxe_mr_copy();
+# 6.2 rewrote it; rc_traffic_test.sh has the same note), which rsockets'
+# buffers hit: 414 KASAN reports from rxe, in tasks rstream, both ways
+# (2026-12-04).
+self_list=(rping_ ucmatose_ udaddy_ rstream_ perf_cm)
+rxe_list=(rping_ ucmatose_ udaddy_ rdma_server_ rdma_xserver_ rstream_
+	riostream_ cmtime_ perf_cm preload_)
 some() {
+	local -n list=$1
 	local rc=0 t
-	for t in "${some_list[@]}"; do
+	shift
+	for t in "${list[@]}"; do
 		[ "$t" = rstream_ ] && [ "${SRX_TEST_KASAN:-0}" = 1 ] &&
 			[ "$(topo_var b DRIVER)" = rxe ] && continue
 		echo "# -- ${t%_}"
@@ -206,7 +230,7 @@ some() {
 }
 
 echo "TAP version 13"
-for t in rping ucmatose udaddy rdma_server rstream cmtime ib_send_bw; do
+for t in rping ucmatose udaddy rdma_server rstream cmtime "${perf_cm_tests[@]}"; do
 	command -v "$t" >/dev/null || { echo "1..0 # SKIP $t is not installed"; exit 4; }
 done
 
@@ -254,17 +278,18 @@ else
 fi
 
 if topo_up srx-self && gids; then
-	ok "srx-self: rping, ucmatose, udaddy, rstream, ib_send_bw -R" some a b
+	ok "srx-self: rping, ucmatose, udaddy, rstream, perftest -R" \
+		some self_list a b
 else
 	ok "srx-self topology" false
 fi
 
 if topo_up srx-rxe && gids; then
-	what="rping, ucmatose, udaddy, rstream, ib_send_bw -R"
+	what="every case of srx-srx"
 	[ "${SRX_TEST_KASAN:-0}" = 1 ] &&
-		what="rping, ucmatose, udaddy, ib_send_bw -R (no rstream on the KASAN kernel)"
-	ok "srx server, rxe client: $what" some a b
-	ok "rxe server, srx client: $what" some b a
+		what="every case of srx-srx but rstream (not on the KASAN kernel)"
+	ok "srx server, rxe client: $what" some rxe_list a b
+	ok "rxe server, srx client: $what" some rxe_list b a
 else
 	ok "srx-rxe topology" false
 fi
