@@ -83,23 +83,31 @@ mckey_pair() {
 	mckey_once "$@"
 }
 
+# mckey's output is line-buffered (stdbuf -oL) so that a receiver killed
+# by timeout still shows what it got; the seconds each try took tell a
+# timeout from an early exit.
 mckey_once() {
-	local snd=$1 rcv=$2 rpid rc=0
+	local snd=$1 rcv=$2 rpid rc=0 t0=$SECONDS
+	rm -f "$tmp/snd"
 	echo "# + [$rcv] mckey -m $MCKEY_GROUP -b $(topo_var "$rcv" IP4)"
-	topo_exec "$rcv" timeout "$pair_limit" mckey -m "$MCKEY_GROUP" \
-		-b "$(topo_var "$rcv" IP4)" >"$tmp/rcv" 2>&1 &
+	topo_exec "$rcv" timeout "$pair_limit" stdbuf -oL mckey \
+		-m "$MCKEY_GROUP" -b "$(topo_var "$rcv" IP4)" >"$tmp/rcv" 2>&1 &
 	rpid=$!
 	if ! topo_wait $((20 * ${SRX_TEST_TIMEOUT_SCALE:-1})) in_group "$rcv" "$MCKEY_GROUP"; then
 		echo "#   the receiver did not join"
 		rc=1
 	else
 		echo "# + [$snd] mckey -m $MCKEY_GROUP -b $(topo_var "$snd" IP4) -s"
-		topo_exec "$snd" timeout "$pair_limit" mckey -m "$MCKEY_GROUP" \
-			-b "$(topo_var "$snd" IP4)" -s >"$tmp/snd" 2>&1 || rc=1
-		[ $rc = 0 ] || sed 's/^/#   sender: /' "$tmp/snd"
+		topo_exec "$snd" timeout "$pair_limit" stdbuf -oL mckey \
+			-m "$MCKEY_GROUP" -b "$(topo_var "$snd" IP4)" -s \
+			>"$tmp/snd" 2>&1 || rc=1
 	fi
 	wait "$rpid" || rc=1
-	[ $rc = 0 ] || sed 's/^/#   receiver: /' "$tmp/rcv"
+	[ $rc = 0 ] || {
+		[ -f "$tmp/snd" ] && sed 's/^/#   sender: /' "$tmp/snd"
+		sed 's/^/#   receiver: /' "$tmp/rcv"
+		echo "#   failed after $((SECONDS - t0)) s"
+	}
 	grep -h "complete" "$tmp/rcv" | head -n 1 | sed 's/^/#   /'
 	return $rc
 }
