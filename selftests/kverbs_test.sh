@@ -5,7 +5,8 @@
 # inserts selftests/kverbs_module/srx_kverbs_test.ko, whose init runs the
 # checks on every srx device (ib_post_send() opcodes, QP remote atomic
 # access, RC and UD traffic between kernel QPs, a kernel SRQ with its
-# limit event and ib_drain_qp()) and fails if one fails. Runs in the VM after install_test.sh.
+# limit event and ib_drain_qp()) and fails if one fails. Runs in the VM
+# after install_test.sh.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ko=$top/selftests/kverbs_module/srx_kverbs_test.ko

@@ -51,9 +51,10 @@
  *   pd         an SRQ on a PD of its own under a QP on the end's PD: a
  *              receive whose lkey is of the SRQ's PD takes a SEND; one
  *              whose lkey is of the QP's PD completes LOC_PROT_ERR, the
- *              SEND REM_OP_ERR, and the QP, in ERR, raises LAST_WQE_REACHED
- *              (the SRQ's PD is what the lkeys are checked against). Skipped with -r: rxe checks them against the
- *              QP's PD (6.1's rxe_resp.c, copy_data(qp->pd, ...))
+ *              SEND REM_OP_ERR, and the QP, in ERR, raises
+ *              LAST_WQE_REACHED (the SRQ's PD is what the lkeys are
+ *              checked against). Skipped with -r: rxe checks them against
+ *              the QP's PD (6.1's rxe_resp.c, copy_data(qp->pd, ...))
  *
  * Prints TAP lines, one per case; exits 0 if every case passed.
  */

@@ -364,9 +364,8 @@ static int srx_kverbs_wait_events(atomic_t *count, int want)
  * QP b takes its receives from it. The SRQ's limit, armed at 2 with three
  * WQEs posted, fires once when two SENDs from a have taken two, and reads
  * 0 after; the third SEND takes the third WQE without another event.
- * ib_drain_qp(b) returns
- * (6.12's waits up to 60 s for LAST_WQE_REACHED, 6.1's does not wait for
- * it), and b's handler sees LAST_WQE_REACHED once.
+ * ib_drain_qp(b) returns (6.12's waits up to 60 s for LAST_WQE_REACHED,
+ * 6.1's does not wait for it), and b's handler sees LAST_WQE_REACHED once.
  */
 static void srx_kverbs_srq(struct ib_device *dev, struct ib_pd *pd)
 {
