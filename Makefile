@@ -247,7 +247,7 @@ $(BUILD)/fuzz-wire/wire_fuzz: $(TOP)/selftests/host/wire_fuzz.c $(WIRE_SRC)
 $(BUILD)/helpers/%: $(TOP)/selftests/helpers/%.c $(TOP)/selftests/helpers/rc_qp.h
 	@echo "  CC      helpers/$(notdir $@)"
 	$(Q)mkdir -p $(BUILD)/helpers
-	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs -lrdmacm
 
 # ---------------------------------------------------------------------------
 # Install (DESTDIR-aware). Installs what `make` built; never builds, so it
