@@ -19,7 +19,6 @@
  * Prints what it did; exits 0 if every send completed successfully.
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdint.h>
@@ -99,7 +98,7 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd = NULL;
 	struct ibv_cq *cq = NULL;
 	uint32_t qpn = 0, qkey = 0;
-	int count = 10, done = 0, ok = 0, joined = 0, i, op, rc = 1;
+	int count = 10, done = 0, ok = 0, i, op, rc = 1;
 	static char buf[MSG_SIZE];
 	double deadline;
 
@@ -170,7 +169,6 @@ int main(int argc, char **argv)
 		perror("rdma_join_multicast");
 		goto out_qp;
 	}
-	joined = 1;
 	if (next_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, &ev))
 		goto out_leave;
 	qpn = ev->param.ud.qp_num;
@@ -230,7 +228,7 @@ int main(int argc, char **argv)
 out_ah:
 	ibv_destroy_ah(ah);
 out_leave:
-	if (joined && rdma_leave_multicast(id, (struct sockaddr *)&dst))
+	if (rdma_leave_multicast(id, (struct sockaddr *)&dst))
 		perror("rdma_leave_multicast");
 out_qp:
 	rdma_destroy_qp(id);
