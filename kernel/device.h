@@ -24,6 +24,7 @@
 /* 0xFFFFFF is the multicast QPN ([IBTA] 9.2.4): no QP's, sent or received. */
 #define SRX_MAX_QPN		((1u << 24) - 2)
 #define SRX_MAX_MR		((1u << 24) - 1)	/* key index is 24 bits */
+#define SRX_MAX_FAST_REG_PAGES	512	/* page list of a fast-registration MR: rxe's */
 #define SRX_MAX_PD		(1u << 20)
 #define SRX_MAX_SRQ		(1u << 20)
 #define SRX_MAX_SRQ_WR		SRX_MAX_QP_WR

@@ -8,14 +8,16 @@
  * the index its keys carry. The transport engine looks a key up from any
  * context, the receive softirq included (srx_mr_get()), checks its PD,
  * rights and bounds (mr_check.h), and copies with the pages mapped one at a
- * time (srx_mr_copy(), srx_sge_copy()): nothing on that path sleeps or
- * takes a lock.
+ * time (srx_mr_copy(), srx_sge_copy()): nothing on that path sleeps, and
+ * the only lock it takes is a fast-registration MR's, whose registration
+ * changes by work requests (struct srx_frmr, mr.h).
  *
  * Lifetime. Lookups run under RCU and take a reference with
  * refcount_inc_not_zero(), as rxe's pool lookup does with its kref
- * (rxe_pool.c, rxe_pool_get_index()): no lock is shared between the
- * softirq and registration, so mr_xa keeps its plain (process-context)
- * lock, and a packet costs no write to a shared line but the count. An MR
+ * (rxe_pool.c, rxe_pool_get_index()): mr_xa's lock is not shared with
+ * the softirq, so it stays a plain (process-context) one, and a packet
+ * costs no write to a shared line but the count (and a fast-registration
+ * MR's lock, which work requests share with the data path). An MR
  * found after its count reached zero is refused; its memory stays valid
  * for such a reader because it is freed with kfree_rcu(). Deregistration
  * unpublishes the key, drops the registration's reference and waits for
@@ -140,6 +142,7 @@ static void srx_mr_free(struct srx_mr *mr)
 
 	ib_umem_release(mr->umem);
 	kvfree(mr->pages);
+	kvfree(mr->fr);
 	atomic_dec(&sdev->num_mr);
 	kfree_rcu(mr, rcu);
 }
@@ -349,6 +352,111 @@ err_unreserve:
 }
 
 /*
+ * Fast registration (IB_MR_TYPE_MEM_REG), for kernel consumers: storage
+ * (nvme-rdma, iSER, SRP) and rpcrdma register I/O buffers this way. The
+ * MR is published invalid, with no access: it grants nothing until an
+ * IB_WR_REG_MR executes (srx_mr_reg_fast()), after srx_map_mr_sg() gave it
+ * pages. As rdma_rxe (rxe_mr.c, rxe_mr_init_fast(), 6.1 and 6.12), srx
+ * allocates the page list up front, max_num_sg entries of at most
+ * max_fast_reg_page_list_len, and supports no other type: SG_GAPS and
+ * INTEGRITY need device attributes srx does not report.
+ *
+ * Context: process; sleeps.
+ */
+struct ib_mr *srx_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg)
+{
+	struct srx_device *sdev = to_srx_dev(ibpd->device);
+	struct srx_frmr *fr;
+	struct srx_mr *mr;
+	int ret;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EINVAL);
+	if (!max_num_sg || max_num_sg > SRX_MAX_FAST_REG_PAGES)
+		return ERR_PTR(-EINVAL);
+
+	fr = kvzalloc(struct_size(fr, pages, max_num_sg), GFP_KERNEL);
+	if (!fr)
+		return ERR_PTR(-ENOMEM);
+	rwlock_init(&fr->lock);
+	fr->max_pages = max_num_sg;
+
+	mr = srx_mr_alloc(sdev, ibpd, 0, NULL);
+	if (IS_ERR(mr)) {
+		kvfree(fr);
+		return ERR_CAST(mr);
+	}
+	mr->fr = fr;
+	ret = srx_mr_publish(mr);
+	if (ret)
+		goto err_unreserve;
+	return &mr->base_mr;
+
+err_unreserve:
+	srx_mr_unreserve(mr);
+	return ERR_PTR(ret);
+}
+
+/* ib_sg_to_pages()'s callback: one more page of the mapping. */
+static int srx_frmr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct srx_frmr *fr = to_srx_mr(ibmr)->fr;
+
+	lockdep_assert_held_write(&fr->lock);
+	if (fr->npages >= fr->max_pages)
+		return -ENOMEM;
+	fr->pages[fr->npages++] = addr;
+	return 0;
+}
+
+/*
+ * Map a DMA-mapped scatterlist into the MR's page list, in pages of the
+ * ibmr->page_size ib_map_mr_sg() set: ib_sg_to_pages() splits it and sets
+ * ibmr->iova and ibmr->length. srx's DMA is virtual, so the addresses are
+ * kernel virtual ones (as rxe_map_mr_sg() of 6.1 records them). Where the
+ * mapping's first byte lies in page 0 is kept apart from ibmr->iova,
+ * which a consumer may set to anything before it registers
+ * (ib_map_mr_sg_zbva() sets 0).
+ *
+ * A consumer may map an MR that is still registered: iSER maps before it
+ * posts the LOCAL_INV of the old key (iser_fast_reg_mr()), and SRP maps
+ * an MR whose LOCAL_INV is still queued (srp_map_finish_fr()). The old
+ * registration then ends here, under the lock: its key would otherwise
+ * reach the new pages under the old grant. The queued LOCAL_INV still
+ * succeeds (srx_mr_invalidate() takes an invalid MR under its key).
+ *
+ * Context: process. Return: the scatterlist entries mapped, or -errno.
+ */
+int srx_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset)
+{
+	struct srx_frmr *fr = to_srx_mr(ibmr)->fr;
+	unsigned int shift;
+	int n;
+
+	if (!fr)
+		return -EINVAL;
+	/*
+	 * Pages of 4 KiB (nvme-rdma's and iSER's SZ_4K, whatever PAGE_SIZE
+	 * is) to 1 GiB: virt DMA makes each a range of the direct map.
+	 */
+	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < SZ_4K ||
+	    ibmr->page_size > SZ_1G)
+		return -EINVAL;
+	shift = ilog2(ibmr->page_size);
+
+	write_lock_bh(&fr->lock);
+	fr->valid = false;
+	fr->npages = 0;
+	fr->shift = shift;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, srx_frmr_set_page);
+	fr->first_off = fr->npages ? (u32)(ibmr->iova - fr->pages[0]) : 0;
+	write_unlock_bh(&fr->lock);
+	return n;
+}
+
+/*
  * ibv_rereg_mr(3): change what a user MR grants (its PD, its rights)
  * and, with IB_MR_REREG_TRANS, the memory it covers, keeping its key, as
  * callers expect (rdma-core's test_mr.py goes on using the old rkey).
@@ -477,6 +585,38 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The MR at @index, referenced, if its key is @key or if @any_key.
+ * Context: any, softirq and hard irq included; takes no lock.
+ */
+static struct srx_mr *srx_mr_lookup(struct srx_device *sdev, u32 index,
+				    u32 key, bool any_key)
+{
+	struct srx_mr *mr;
+	int tries;
+
+	rcu_read_lock();
+	/*
+	 * An MR released between the load and the increment was either
+	 * deregistered (its key is gone: the next load finds nothing) or
+	 * replaced by a rereg under the same key: look again. Each turn
+	 * needs a whole rereg meanwhile, so a few are plenty. A fast
+	 * registration's key changes under its lock: read once here, it
+	 * only filters, and srx_mr_acquire() checks it again under the lock.
+	 */
+	for (tries = 0; tries < 4; tries++) {
+		mr = xa_load(&sdev->mr_xa, index);
+		if (!mr || (!any_key && READ_ONCE(mr->key) != key))
+			break;
+		if (refcount_inc_not_zero(&mr->refs))
+			goto out;
+	}
+	mr = NULL;
+out:
+	rcu_read_unlock();
+	return mr;
+}
+
 /**
  * srx_mr_get - find the MR a key names and take a reference on it
  * @sdev: the device whose key it is
@@ -492,27 +632,7 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  */
 struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key)
 {
-	struct srx_mr *mr;
-	int tries;
-
-	rcu_read_lock();
-	/*
-	 * An MR released between the load and the increment was either
-	 * deregistered (its key is gone: the next load finds nothing) or
-	 * replaced by a rereg under the same key: look again. Each turn
-	 * needs a whole rereg meanwhile, so a few are plenty.
-	 */
-	for (tries = 0; tries < 4; tries++) {
-		mr = xa_load(&sdev->mr_xa, srx_mr_key_index(key));
-		if (!mr || mr->key != key)
-			break;
-		if (refcount_inc_not_zero(&mr->refs))
-			goto out;
-	}
-	mr = NULL;
-out:
-	rcu_read_unlock();
-	return mr;
+	return srx_mr_lookup(sdev, srx_mr_key_index(key), key, false);
 }
 
 /*
@@ -526,8 +646,19 @@ void srx_mr_put(struct srx_mr *mr)
 		complete(&mr->released);
 }
 
+/*
+ * End an access srx_mr_acquire() allowed: the fast-registration lock it
+ * took, then the reference. Context: as the acquire's.
+ */
+void srx_mr_release(struct srx_mr *mr)
+{
+	if (mr->fr)
+		read_unlock(&mr->fr->lock);
+	srx_mr_put(mr);
+}
+
 /* May a request in @pd, asking for @need, touch [@iova, @iova + @len)? */
-enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
+static enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
 			  int need, u64 iova, u64 len)
 {
 	return srx_mr_grant_check(&mr->grant, pd, need, iova, len);
@@ -543,8 +674,11 @@ enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
  * @len: bytes; 0 is checked for PD and rights only (mr_check.h)
  * @mrp: the MR, referenced, when the access is allowed
  *
- * Context: any.
- * Return: SRX_ACC_OK with *@mrp set, or the fault (no reference held).
+ * A fast-registration MR must be registered (valid) under @key, and
+ * stays so until srx_mr_release(), which ends every allowed access.
+ *
+ * Context: bottom halves off (the engine's locks, the receive softirq).
+ * Return: SRX_ACC_OK with *@mrp set, or the fault (nothing held).
  */
 enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 			    const struct ib_pd *pd, int need, u64 iova, u64 len,
@@ -556,13 +690,50 @@ enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 	mr = srx_mr_get(sdev, key);
 	if (!mr)
 		return SRX_ACC_KEY;
+	if (mr->fr) {
+		/* Bottom halves are off in every caller (mr.h, srx_frmr). */
+		read_lock(&mr->fr->lock);
+		if (!mr->fr->valid || mr->key != key) {
+			read_unlock(&mr->fr->lock);
+			srx_mr_put(mr);
+			return SRX_ACC_KEY;
+		}
+	}
 	ret = srx_mr_check(mr, pd, need, iova, len);
 	if (ret != SRX_ACC_OK) {
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 		return ret;
 	}
 	*mrp = mr;
 	return SRX_ACC_OK;
+}
+
+/*
+ * srx_mr_copy() of a fast-registration MR, whose pages are kernel virtual
+ * addresses of 1 << fr->shift bytes each. Registration made sure the
+ * granted range lies inside the mapped pages (srx_mr_reg_fast()); the
+ * loop bound says so again.
+ */
+static void srx_frmr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
+			  enum srx_copy_dir dir)
+{
+	const struct srx_frmr *fr = mr->fr;
+	struct srx_page_walk w;
+	u8 *p = buf;
+	u32 off, n;
+	u64 pg;
+	u8 *va;
+
+	srx_page_walk_start(&w, mr->grant.iova, fr->first_off, fr->shift,
+			    iova, len);
+	while ((n = srx_page_walk_next(&w, &pg, &off)) && pg < fr->npages) {
+		va = (u8 *)(uintptr_t)fr->pages[pg] + off;
+		if (dir == SRX_TO_MR)
+			memcpy(va, p, n);
+		else
+			memcpy(p, va, n);
+		p += n;
+	}
 }
 
 /**
@@ -580,7 +751,7 @@ enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
  * of a writable umem). The time taken is that of @len bytes of memcpy:
  * the engine copies at most one packet's payload per call (mr.h).
  *
- * Context: any.
+ * Context: any; @mr allowed by srx_mr_acquire() and not yet released.
  */
 void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 		 enum srx_copy_dir dir)
@@ -591,6 +762,10 @@ void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 	u64 pg;
 	u8 *va;
 
+	if (mr->fr) {
+		srx_frmr_copy(mr, iova, buf, len, dir);
+		return;
+	}
 	if (!mr->pages) {
 		va = (u8 *)(uintptr_t)iova;
 		if (dir == SRX_TO_MR)
@@ -625,7 +800,8 @@ void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
  * must be 8-byte aligned as well; an iova given at registration that is
  * not congruent to the buffer's address can make it not so.
  *
- * Context: any. Return: false if the memory is not 8-byte aligned.
+ * Context: as srx_mr_copy(). Return: false if the memory is not 8-byte
+ * aligned.
  */
 bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val)
 {
@@ -633,6 +809,17 @@ bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val)
 	u64 pg;
 	u8 *va;
 
+	if (mr->fr) {
+		srx_mr_locate(mr->grant.iova, mr->fr->first_off, mr->fr->shift,
+			      iova, &pg, &off);
+		if (pg >= mr->fr->npages)
+			return false;
+		va = (u8 *)(uintptr_t)mr->fr->pages[pg] + off;
+		if ((uintptr_t)va & 7)
+			return false;
+		smp_store_release((u64 *)va, val);
+		return true;
+	}
 	if (!mr->pages) {
 		va = (u8 *)(uintptr_t)iova;
 		if ((uintptr_t)va & 7)
@@ -665,7 +852,7 @@ bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val)
  * not looked up. srx_sge_copy() checks again what it copies, since an MR
  * can be deregistered between.
  *
- * Context: any.
+ * Context: bottom halves off (srx_mr_acquire()).
  * Return: SRX_ACC_OK, or the fault of the first bad SGE.
  */
 enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
@@ -683,7 +870,7 @@ enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
 				     sge[i].length, &mr);
 		if (ret != SRX_ACC_OK)
 			return ret;
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 	}
 	*total = srx_sge_total(sge, num_sge);
 	return SRX_ACC_OK;
@@ -714,7 +901,8 @@ enum srx_acc srx_sge_check(struct srx_device *sdev, const struct ib_pd *pd,
  * before anything is copied; a bad key found on the way may leave the
  * bytes before it copied, which an error completion makes moot.
  *
- * Context: any; copies @len bytes without sleeping.
+ * Context: bottom halves off (srx_mr_acquire()); copies @len bytes
+ * without sleeping.
  * Return: SRX_ACC_OK; SRX_ACC_LENGTH if the slice ends beyond the list
  * (LOC_LEN_ERR); another fault for a bad key, PD, right or bound
  * (LOC_PROT_ERR).
@@ -740,8 +928,101 @@ enum srx_acc srx_sge_copy(struct srx_device *sdev, const struct ib_pd *pd,
 		if (ret != SRX_ACC_OK)
 			break;
 		srx_mr_copy(mr, iova, p, n, dir);
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 		p += n;
 	}
+	return ret;
+}
+
+/**
+ * srx_mr_reg_fast - execute an IB_WR_REG_MR
+ * @sdev: the device
+ * @pd: the PD of the QP that posted it
+ * @key: the key to register under: the MR's index and the consumer's new
+ *	key byte (ib_update_fast_reg_key())
+ * @access: the IB_ACCESS_* rights to grant
+ *
+ * The MR takes @key, the range ibmr->iova and ibmr->length describe now,
+ * and @access, and becomes valid. As rdma_rxe (rxe_mr.c, rxe_reg_fast_mr()):
+ * the MR must be a fast-registration one of @pd and invalid (a consumer
+ * invalidates before it registers again). Beyond rxe: the rights are
+ * checked as at any registration (srx_mr_check_access()), and the range
+ * must lie within the pages mapped, which keeps every copy through the
+ * MR inside them whatever the consumer set ibmr->iova and ->length to.
+ *
+ * Context: the QP's send_lock held (bottom halves off).
+ * Return: 0, or -EINVAL (the WQE completes IB_WC_LOC_QP_OP_ERR, as rxe's).
+ */
+int srx_mr_reg_fast(struct srx_device *sdev, const struct ib_pd *pd, u32 key,
+		    int access)
+{
+	struct srx_frmr *fr;
+	struct srx_mr *mr;
+	u64 iova, length;
+	int ret = -EINVAL;
+
+	mr = srx_mr_lookup(sdev, srx_mr_key_index(key), 0, true);
+	if (!mr)
+		return -EINVAL;
+	fr = mr->fr;
+	if (!fr || mr->grant.pd != pd || srx_mr_check_access(sdev, access))
+		goto out_put;
+
+	write_lock(&fr->lock);
+	if (fr->valid || !fr->npages)
+		goto out_unlock;
+	iova = mr->base_mr.iova;
+	length = mr->base_mr.length;
+	if (length > ((u64)fr->npages << fr->shift) - fr->first_off ||
+	    iova > U64_MAX - length)
+		goto out_unlock;
+	mr->grant.iova = iova;
+	mr->grant.length = length;
+	mr->grant.access = access;
+	WRITE_ONCE(mr->key, key);
+	fr->valid = true;
+	ret = 0;
+out_unlock:
+	write_unlock(&fr->lock);
+out_put:
+	srx_mr_put(mr);
+	return ret;
+}
+
+/**
+ * srx_mr_invalidate - execute an IB_WR_LOCAL_INV, or a peer's SEND with
+ *	Invalidate
+ * @sdev: the device
+ * @pd: the PD of the QP it came through, which must be the MR's
+ * @key: the key to invalidate: the MR's whole current key
+ *
+ * Only a fast-registration MR can be invalidated (rxe_invalidate_mr():
+ * another type is EINVAL). An invalid one whose key matches stays
+ * invalid, as rxe's. When this returns, no access through the key is
+ * under way (the lock, mr.h): the consumer may reuse the pages.
+ *
+ * Context: send_lock or resp_lock held (bottom halves off).
+ * Return: 0 or -EINVAL.
+ */
+int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
+		      u32 key)
+{
+	struct srx_frmr *fr;
+	struct srx_mr *mr;
+	int ret = -EINVAL;
+
+	mr = srx_mr_lookup(sdev, srx_mr_key_index(key), 0, true);
+	if (!mr)
+		return -EINVAL;
+	fr = mr->fr;
+	if (fr && mr->grant.pd == pd) {
+		write_lock(&fr->lock);
+		if (mr->key == key) {
+			fr->valid = false;
+			ret = 0;
+		}
+		write_unlock(&fr->lock);
+	}
+	srx_mr_put(mr);
 	return ret;
 }

@@ -4,6 +4,7 @@
 
 #include <linux/completion.h>
 #include <linux/rcupdate.h>
+#include <linux/rwlock.h>
 #include <linux/refcount.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -14,6 +15,36 @@ struct srx_device;
 
 struct srx_pd {
 	struct ib_pd base_pd;
+};
+
+/*
+ * What a fast-registration MR (IB_MR_TYPE_MEM_REG, srx_alloc_mr()) has on
+ * top of an MR: a kernel consumer maps pages into it (srx_map_mr_sg())
+ * and registers and invalidates it with work requests (IB_WR_REG_MR,
+ * IB_WR_LOCAL_INV, a SEND with Invalidate from the peer), so its key
+ * byte, what it grants and its pages change while it is published.
+ *
+ * @lock guards them, with the MR's key and grant, against the data path:
+ * an access holds it for reading from its key check to the end of its
+ * copy (srx_mr_acquire() to srx_mr_release()), and registration,
+ * invalidation and mapping hold it for writing. So no copy sees half a
+ * registration, and once an invalidation has executed no copy through
+ * the old key is under way or can start: the consumer may reuse the pages
+ * when it completes. While @valid, the pages, @shift and @first_off do
+ * not change (a mapping invalidates first), so every granted byte lies in
+ * a mapped page (srx_mr_reg_fast() checks the range against them). Every holder runs with bottom halves off (the
+ * engine's locks, the receive softirq; srx_map_mr_sg() disables them), a
+ * reader only for one copy of at most one packet (or one atomic, inside
+ * which it takes resp.c's srx_atomic_lock, which no writer takes).
+ */
+struct srx_frmr {
+	rwlock_t lock;
+	bool valid;		/* registered, not invalidated since */
+	unsigned int shift;	/* log2 of the mapped page size */
+	u32 first_off;		/* where byte 0 of the mapping lies in page 0 */
+	u32 npages;		/* pages the last srx_map_mr_sg() mapped */
+	u32 max_pages;		/* alloc_mr's max_num_sg */
+	u64 pages[];		/* page addresses: kernel virtual (virt DMA) */
 };
 
 /*
@@ -37,7 +68,9 @@ struct srx_mr {
 	 * Fixed before the MR is published in mr_xa and never written again,
 	 * so the data path reads them without a lock: the key (lkey == rkey),
 	 * what the MR grants, and for a user MR its pinned pages in order,
-	 * page 0 holding the first byte at first_off.
+	 * page 0 holding the first byte at first_off. A fast-registration
+	 * MR is the exception: its key and grant change under fr->lock, and
+	 * a lookup compares the key without it only as a first filter.
 	 */
 	u32 key;
 	u32 index;
@@ -51,6 +84,7 @@ struct srx_mr {
 	struct page **pages;		/* NULL for the DMA MR */
 	u64 npages;
 	u32 first_off;
+	struct srx_frmr *fr;		/* fast registration; else NULL */
 
 	/*
 	 * One reference for the registration, dropped by deregistration,
@@ -77,23 +111,34 @@ struct ib_mr *srx_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				u64 length, u64 iova, int access,
 				struct ib_pd *ibpd, struct ib_udata *udata);
 int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *srx_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			   u32 max_num_sg);
+int srx_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		  unsigned int *sg_offset);
+
+/* Local operations of the send queue (req.c), and remote invalidation. */
+int srx_mr_reg_fast(struct srx_device *sdev, const struct ib_pd *pd, u32 key,
+		    int access);
+int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
+		      u32 key);
 
 /*
  * Memory-key access on the data path (mr.c). The contract for callers, on
  * which deregistration's wait depends:
- *  - Look a key up for each packet (srx_mr_acquire(), or srx_mr_get() and
- *    srx_mr_check()) and drop the reference (srx_mr_put()) before that
- *    packet's processing ends: never keep one across a sleep, a timer, an
- *    skb in flight or a later packet of the same message. A READ response
- *    or a WRITE of many packets looks its rkey up again for each; an MR
- *    deregistered in between fails the rest of the message.
+ *  - Look a key up for each packet (srx_mr_acquire()) and end the
+ *    access (srx_mr_release()) before that packet's processing ends:
+ *    never keep one across a sleep, a timer, an skb in flight or a later
+ *    packet of the same message. A READ response or a WRITE of many
+ *    packets looks its rkey up again for each; an MR deregistered or
+ *    invalidated in between fails the rest of the message.
  *  - Copy at most one packet's payload (or one caller's buffer) per call:
  *    the time a reference is held is the time of that memcpy.
  *  - SGE lists are the kernel's private copy (never shared memory), with
  *    num_sge already validated; srx_sge_copy() looks each lkey up itself.
  *  - A zero-length RDMA READ or WRITE is not looked up at all (mr_check.h).
- * All of it runs in any context, the receive softirq included: no lock, no
- * sleep, no allocation.
+ * All of it runs with bottom halves off, the receive softirq included: no
+ * sleep, no allocation, and no lock but a fast-registration MR's, held
+ * for reading (struct srx_frmr).
  */
 
 /* Which way a copy goes: into the MR's memory, or out of it. */
@@ -102,10 +147,10 @@ enum srx_copy_dir {
 	SRX_FROM_MR,
 };
 
+/* A lookup alone, without a fast-registration MR's lock: for tests. */
 struct srx_mr *srx_mr_get(struct srx_device *sdev, u32 key);
 void srx_mr_put(struct srx_mr *mr);
-enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd,
-			  int need, u64 iova, u64 len);
+void srx_mr_release(struct srx_mr *mr);
 enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 			    const struct ib_pd *pd, int need, u64 iova, u64 len,
 			    struct srx_mr **mrp);

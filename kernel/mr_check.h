@@ -52,10 +52,12 @@ static inline u32 srx_mr_key_index(u32 key)
 }
 
 /*
- * What an MR grants, fixed when it is registered. @pd is an identity only
+ * What an MR grants, fixed when it is registered (a fast-registration
+ * MR's at each IB_WR_REG_MR, under its lock). @pd is an identity only
  * (the kernel's struct ib_pd *), compared, never dereferenced here. The
  * range [iova, iova + length) never wraps: registration refuses that
- * (srx_reg_user_mr()), and the DMA MR is [0, 2^64 - 1).
+ * (srx_reg_user_mr(), srx_mr_reg_fast()), and the DMA MR is
+ * [0, 2^64 - 1).
  */
 struct srx_mr_grant {
 	const void *pd;

@@ -251,7 +251,7 @@ static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
 					     resp->wlen, &mr);
 			if (acc != SRX_ACC_OK)
 				return SRX_RESP_NAK_ACCESS;
-			srx_mr_put(mr);
+			srx_mr_release(mr);
 		}
 	}
 	/* The packets must add up to the RETH's length ([IBTA] 9.7.5.1.3). */
@@ -268,7 +268,7 @@ static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
 			return SRX_RESP_NAK_ACCESS;
 		srx_mr_copy(mr, resp->va, (void *)(buf + pkt->payload_off),
 			    len, SRX_TO_MR);
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 	}
 	resp->va += len;
 	resp->resid -= len;
@@ -352,7 +352,7 @@ static bool srx_resp_read_pkt(struct srx_qp *qp, const struct srx_res *r,
 			return false;
 		}
 		srx_mr_copy(mr, r->va + off, data, len, SRX_FROM_MR);
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 	}
 	srx_pkt_xmit(qp, skb);
 	return true;
@@ -423,7 +423,7 @@ static enum srx_resp_result srx_resp_read(struct srx_qp *qp,
 				     IB_ACCESS_REMOTE_READ, va, len, &mr);
 		if (acc != SRX_ACC_OK)
 			return SRX_RESP_NAK_ACCESS;
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 	}
 	r = srx_resp_new_res(resp);
 	r->type = SRX_RES_READ;
@@ -472,7 +472,7 @@ static enum srx_resp_result srx_resp_atomic(struct srx_qp *qp,
 	if (val != orig)
 		srx_mr_copy(mr, va, &val, sizeof(val), SRX_TO_MR);
 	spin_unlock(&srx_atomic_lock);
-	srx_mr_put(mr);
+	srx_mr_release(mr);
 
 	r = srx_resp_new_res(resp);
 	r->type = SRX_RES_ATOMIC;
@@ -520,7 +520,7 @@ static enum srx_resp_result srx_resp_atomic_write(struct srx_qp *qp,
 	spin_lock(&srx_atomic_lock);
 	stored = srx_mr_store_u64(mr, va, val);
 	spin_unlock(&srx_atomic_lock);
-	srx_mr_put(mr);
+	srx_mr_release(mr);
 	if (!stored)
 		return SRX_RESP_NAK_INV;
 

@@ -114,7 +114,7 @@ static void t_softirq_fn(struct timer_list *t)
 				s->iova, sizeof(s->buf), &mr);
 	if (s->ret == SRX_ACC_OK) {
 		srx_mr_copy(mr, s->iova, s->buf, sizeof(s->buf), SRX_FROM_MR);
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 	}
 	complete(&s->done);
 }
@@ -225,7 +225,7 @@ static void t_run(void)
 					dst[i] = (u8)~(i + o * 7 + l);
 				srx_mr_copy(mr, iova + offs[o], dst, n, SRX_TO_MR);
 				memcpy(src + first + offs[o], dst, n);
-				srx_mr_put(mr);
+				srx_mr_release(mr);
 				wr &= t_user_equals(uaddr, 0, src, map_len, tmp);
 			}
 		}
@@ -240,7 +240,7 @@ static void t_run(void)
 	T(srx_mr_acquire(t_sdev, um->key, &t_pd, 0, iova + len + 99, 0, &mr) ==
 	  SRX_ACC_OK && mr == um, "a zero-length access anywhere passes bounds");
 	if (mr)
-		srx_mr_put(mr);
+		srx_mr_release(mr);
 
 	/* A read-only user MR over the same memory. */
 	ro = t_reg_user(uaddr + PAGE_SIZE, PAGE_SIZE, 0x1000, 0);
