@@ -339,6 +339,8 @@ static const struct ib_device_ops srx_device_ops = {
  */
 #define SRX_DEVICE_ATOMIC_WRITE BIT_ULL(40)
 
+static_assert(SRX_WR_REG_MR == IB_WR_REG_MR);
+
 #ifdef SRX_HAVE_ATOMIC_WRITE
 static_assert(SRX_DEVICE_ATOMIC_WRITE == IB_DEVICE_ATOMIC_WRITE);
 static_assert(SRX_WR_ATOMIC_WRITE == IB_WR_ATOMIC_WRITE);
@@ -360,8 +362,15 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_mcast_qp_attach = SRX_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = SRX_MAX_MCAST_GRP *
 				       SRX_MAX_MCAST_QP_ATTACH;
+	/*
+	 * Fast registration for kernel consumers (mr.c, srx_alloc_mr()):
+	 * nvme-rdma and rpcrdma refuse a device without it. Page lists as
+	 * rdma_rxe's (rxe_param.h, RXE_MAX_FMR_PAGE_LIST_LEN).
+	 */
 	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
-			      IB_DEVICE_PORT_ACTIVE_EVENT;
+			      IB_DEVICE_PORT_ACTIVE_EVENT |
+			      IB_DEVICE_MEM_MGT_EXTENSIONS;
+	a->max_fast_reg_page_list_len = SRX_MAX_FAST_REG_PAGES;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	a->max_send_sge = SRX_MAX_SGE;
 	a->max_recv_sge = SRX_MAX_SGE;

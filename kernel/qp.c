@@ -37,6 +37,7 @@
 #include "ah.h"
 #include "cq.h"
 #include "device.h"
+#include "mr.h"
 #include "qp.h"
 #include "ring.h"
 #include "srq.h"
@@ -116,6 +117,13 @@ static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
 	ret = srx_wq_take_init(wq, qp->sdev, type, send);
 	if (ret)
 		goto err_free_ring;
+	/*
+	 * A process has no fast-registration MRs to register (they are the
+	 * kernel's, mr.c), and its ring could name any index: REG_MR is
+	 * the kernel's own QPs' alone.
+	 */
+	if (uctx)
+		wq->lim.send_ops &= ~BIT_ULL(SRX_WR_REG_MR);
 	return 0;
 
 err_free_ring:
@@ -163,6 +171,8 @@ u8 srx_wr_to_wc_opcode(u8 wr_opcode)
 		return IB_WC_FETCH_ADD;
 	case IB_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
 	case IB_WR_BIND_MW:
 		return IB_WC_BIND_MW;
 	case SRX_WR_ATOMIC_WRITE:
@@ -1282,6 +1292,7 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 {
 	struct srx_wq *wq = &qp->sq;
 	struct srx_send_wqe *wqe;
+	struct srx_mr *mr;
 	u64 len = 0;
 	u32 i;
 
@@ -1334,8 +1345,20 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 		wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
 		break;
 	default:
-		if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
-		    wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		if (wr->opcode == IB_WR_REG_MR) {
+			/*
+			 * The MR by its key's index (srx_mr_reg_fast()
+			 * looks it up when the WQE executes): the key must
+			 * be the MR's own, with a new key byte at most.
+			 */
+			mr = to_srx_mr(reg_wr(wr)->mr);
+			if (!mr->fr || wr->num_sge ||
+			    srx_mr_key_index(reg_wr(wr)->key) != mr->index)
+				return -EINVAL;
+			wqe->wr.reg.key = reg_wr(wr)->key;
+			wqe->wr.reg.access = reg_wr(wr)->access;
+		} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+			   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
 			wqe->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
 			wqe->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
 			wqe->wr.atomic.swap = atomic_wr(wr)->swap;

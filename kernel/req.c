@@ -129,6 +129,12 @@ static u8 srx_req_opcode(const struct srx_swqe *e, bool first, bool last)
 				      SRX_ROCE_RC_SEND_FIRST;
 		return last ? SRX_ROCE_RC_SEND_LAST_IMM :
 			      SRX_ROCE_RC_SEND_MIDDLE;
+	case IB_WR_SEND_WITH_INV:
+		if (first)
+			return last ? SRX_ROCE_RC_SEND_ONLY_INV :
+				      SRX_ROCE_RC_SEND_FIRST;
+		return last ? SRX_ROCE_RC_SEND_LAST_INV :
+			      SRX_ROCE_RC_SEND_MIDDLE;
 	case IB_WR_RDMA_WRITE:
 		if (first)
 			return last ? SRX_ROCE_RC_WRITE_ONLY :
@@ -218,6 +224,7 @@ static enum srx_acc srx_req_send_pkt(struct srx_qp *qp, struct srx_swqe *e,
 		a.rkey = e->wr.rdma.rkey;
 		a.dma_len = e->length;
 		a.imm = (__force __be32)e->ex;
+		a.inv_rkey = e->ex;	/* IETH: SEND with Invalidate's last */
 		/* SE on a message's last packet: SEND, WRITE with immediate. */
 		a.se = last && (e->send_flags & SRX_SEND_SOLICITED) &&
 		       e->opcode != IB_WR_RDMA_WRITE;
@@ -434,6 +441,52 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 }
 
 /*
+ * Execute a local operation (REG_MR, LOCAL_INV) the requester reached,
+ * once every WQE before it has completed. A LOCAL_INV must wait: a READ
+ * response may still have to land in the MR, and a retransmission
+ * gathers again through the lkey (packets are rebuilt from the WQE). A
+ * REG_MR could go at once (it acts on an invalid MR only), but executed
+ * ahead of WQEs still outstanding it would sit between them in the
+ * completer's walks, which step over nothing that is not SENT: it waits
+ * too, for one round trip at most (Documentation/design.md says what
+ * that costs). The WQEs after it are sent only once it executed.
+ * Sending nothing, it completes at once, in order (srx_comp_retire()).
+ * rxe executes them in the requester too, waiting only for a fence
+ * (rxe_req.c, rxe_do_local_ops()), with IB_WC_LOC_QP_OP_ERR for one
+ * that fails. UC never waits here: its WQEs complete as they are sent.
+ * Return: true if it executed and the requester may go on.
+ * Context: send_lock held.
+ */
+static bool srx_req_local(struct srx_qp *qp, struct srx_swqe *e)
+{
+	int ret;
+
+	lockdep_assert_held(&qp->send_lock);
+
+	if (qp->sq.kdone != qp->req.cur) {
+		qp->req.blocked = true;
+		return false;
+	}
+	if (e->result != SRX_WQE_OK) {
+		srx_req_fail(qp, e, srx_wqe_wc_status(e->result));
+		return false;
+	}
+	if (e->opcode == SRX_WR_REG_MR)
+		ret = srx_mr_reg_fast(qp->sdev, qp->base_qp.pd, e->wr.reg.key,
+				      e->wr.reg.access);
+	else
+		ret = srx_mr_invalidate(qp->sdev, qp->base_qp.pd, e->ex);
+	if (ret) {
+		srx_req_fail(qp, e, IB_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	e->eng.state = SRX_SWQE_DONE;
+	qp->req.cur++;
+	srx_comp_retire(qp);
+	return true;
+}
+
+/*
  * The UC requester: the RC one without a window, ACKs or a timer
  * ([IBTA] 9.8: UC is unacknowledged). A WQE completes when its last
  * packet is handed to IP, as a UD send does (ud.c) and as rxe completes
@@ -456,6 +509,12 @@ static bool srx_uc_req_run(struct srx_qp *qp, u32 budget)
 			break;
 		if (e->eng.state == SRX_SWQE_ERROR)
 			break;
+		if (srx_wqe_opcode_is_local(e->opcode)) {
+			if (!srx_req_local(qp, e))
+				break;
+			budget--;
+			continue;
+		}
 		if (e->eng.state == SRX_SWQE_NEW && !srx_req_start(qp, e))
 			break;
 		acc = srx_req_send_pkt(qp, e, req->psn);
@@ -529,6 +588,12 @@ bool srx_req_run(struct srx_qp *qp, u32 budget)
 			break;
 		if (e->eng.state == SRX_SWQE_ERROR)
 			break;
+		if (srx_wqe_opcode_is_local(e->opcode)) {
+			if (!srx_req_local(qp, e))
+				break;
+			budget--;
+			continue;
+		}
 		rd = srx_wqe_opcode_is_rd_atomic(e->opcode);
 		if (srx_psn_diff(req->psn, req->una) >=
 		    (req->probe ? 1 : SRX_WINDOW) ||

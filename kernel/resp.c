@@ -142,6 +142,8 @@ static void srx_resp_complete(struct srx_qp *qp, u8 status, u8 opcode,
 {
 	const struct srx_immdt *imm = srx_roce_pkt_hdr(pkt, buf,
 						       SRX_ROCE_IMMDT);
+	const struct srx_ieth *ieth = srx_roce_pkt_hdr(pkt, buf,
+						       SRX_ROCE_IETH);
 	struct srx_cqe cqe = {};
 
 	cqe.wr_id = srx_resp_cur_rwqe(qp)->wr_id;
@@ -153,6 +155,9 @@ static void srx_resp_complete(struct srx_qp *qp, u8 status, u8 opcode,
 	if (status == IB_WC_SUCCESS && imm) {
 		cqe.flags |= SRX_CQE_WITH_IMM;
 		cqe.ex = (__force u32)srx_immdt_imm(imm);
+	} else if (status == IB_WC_SUCCESS && ieth) {
+		cqe.flags |= SRX_CQE_WITH_INV;
+		cqe.ex = srx_ieth_rkey(ieth);
 	}
 	if (pkt->se)
 		cqe.flags |= SRX_CQE_SOLICITED;
@@ -215,6 +220,22 @@ static enum srx_resp_result srx_resp_send(struct srx_qp *qp,
 	resp->offset += pkt->payload_len;
 	if (flags & SRX_ROCE_F_LAST) {
 		resp->cur_op = 0;
+		/*
+		 * SEND with Invalidate: the rkey goes once the message is
+		 * placed, before the receive completes with it. One that is
+		 * not a fast-registration MR of this QP's PD under that key
+		 * fails the receive with REM_INV_REQ_ERR and the QP (rxe's
+		 * class J, rxe_resp.c, RESPST_ERR_INVALIDATE_RKEY); srx also
+		 * NAKs, so the sender learns it now rather than by retries.
+		 */
+		if ((flags & SRX_ROCE_F_INV) &&
+		    srx_mr_invalidate(qp->sdev, qp->base_qp.pd,
+				      srx_ieth_rkey(srx_roce_pkt_hdr(pkt, buf,
+							SRX_ROCE_IETH)))) {
+			srx_resp_complete(qp, IB_WC_REM_INV_REQ_ERR,
+					  IB_WC_RECV, 0, pkt, buf);
+			return SRX_RESP_NAK_INV;
+		}
 		resp->msn = srx_msn_add(resp->msn, 1);
 		srx_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV, resp->offset,
 				  pkt, buf);
@@ -624,8 +645,6 @@ static bool srx_resp_opcode_ok(const struct srx_resp *resp,
 	u32 flags = pkt->op->flags;
 	u32 kind = flags & (SRX_ROCE_F_SEND | SRX_ROCE_F_WRITE);
 
-	if (flags & SRX_ROCE_F_INV)
-		return false;	/* no memory management extensions */
 	if (!kind)
 		return !resp->cur_op;
 	if (flags & SRX_ROCE_F_FIRST) {

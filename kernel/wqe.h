@@ -63,6 +63,12 @@
 #define SRX_WR_ATOMIC_WRITE	15
 #define SRX_WC_ATOMIC_WRITE	9
 
+/*
+ * IB_WR_REG_MR of the kernel (enum ib_wr_opcode, 0x20; device.c checks):
+ * fast registration, posted by kernel consumers only, never by libsrx.
+ */
+#define SRX_WR_REG_MR		0x20
+
 /* Why a WQE is invalid; SRX_WQE_OK (0) when it is not. */
 enum srx_wqe_result {
 	SRX_WQE_OK = 0,
@@ -156,6 +162,10 @@ struct srx_swqe {
 			u32 remote_qpn;
 			u32 remote_qkey;
 		} ud;
+		struct {
+			u32 key;
+			u32 access;
+		} reg;
 	} wr;
 	struct srx_swqe_engine eng;
 	/* num_sge SGEs, or inline_len bytes of inline data */
@@ -230,6 +240,15 @@ static inline int srx_wqe_opcode_is_rd_atomic(u32 opcode)
 	return opcode == IB_UVERBS_WR_RDMA_READ ||
 	       opcode == SRX_WR_ATOMIC_WRITE ||
 	       srx_wqe_opcode_is_atomic(opcode);
+}
+
+/*
+ * Local operations: executed by the requester in their place in the send
+ * queue, sending nothing (req.c). Their SGEs, if any, are never read.
+ */
+static inline int srx_wqe_opcode_is_local(u32 opcode)
+{
+	return opcode == IB_UVERBS_WR_LOCAL_INV || opcode == SRX_WR_REG_MR;
 }
 
 static inline int srx_wqe_opcode_is_rdma(u32 opcode)
@@ -365,6 +384,9 @@ static inline u8 srx_swqe_copy(struct srx_swqe *e, const void *slot,
 	} else if (srx_wqe_opcode_is_rdma(h.opcode)) {
 		e->wr.rdma.remote_addr = h.wr.rdma.remote_addr;
 		e->wr.rdma.rkey = h.wr.rdma.rkey;
+	} else if (h.opcode == SRX_WR_REG_MR) {
+		e->wr.reg.key = h.wr.reg.key;
+		e->wr.reg.access = h.wr.reg.access;
 	}
 
 	if (h.send_flags & SRX_SEND_INLINE) {

@@ -110,6 +110,10 @@ if topo_up srx-self && gids; then
 		errcase rem_access rcvd_nak
 	ok "srx-self: SEND longer than the receive: REM_INV_REQ_ERR / LOC_LEN_ERR" \
 		errcase rem_inv_req send_nak
+	ok "srx-self: LOCAL_INV of a user MR: LOC_QP_OP_ERR, then flushed" \
+		errcase local_inv_user
+	ok "srx-self: SEND_WITH_INV of a user MR: REM_INV_REQ_ERR at both ends" \
+		errcase send_inv_user send_nak
 	ok "srx-self: a SEND one byte over max_msg_sz (1 GiB): LOC_LEN_ERR" \
 		errcase too_long
 	ok "srx-self: no peer: RETRY_EXC_ERR in bounded time" \
@@ -148,6 +152,8 @@ if topo_up srx-srx && gids; then
 	ok "srx-srx: 4 threads post 20000 WRITEs to one QP: all complete" \
 		errcase post_stress
 	ok "srx-srx: zero-length SEND and WRITE with immediate" errcase zero_length
+	ok "srx-srx: SEND_WITH_INV of a user MR: REM_INV_REQ_ERR at both ends" \
+		errcase send_inv_user rcvd_nak
 	ok "srx-srx: one ibv_wr_* batch of every operation" errcase wr_batch
 	ok "srx-srx: query_qp's sq_psn and rq_psn follow the traffic" errcase query_psn
 	ok "srx-srx: ATOMIC WRITE after a WRITE; misaligned, wrong rkey" \

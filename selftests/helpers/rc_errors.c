@@ -18,6 +18,10 @@
  *                  MR: REM_ACCESS_ERR; the target buffer is untouched
  *   rem_inv_req    a SEND longer than b's receive buffer: a gets
  *                  REM_INV_REQ_ERR, b's receive LOC_LEN_ERR
+ *   local_inv_user a LOCAL_INV of a's own (user) MR: LOC_QP_OP_ERR, then
+ *                  the next WQE is flushed
+ *   send_inv_user  a SEND with Invalidate of b's user MR: b's receive
+ *                  and a's SEND complete REM_INV_REQ_ERR (srx b only)
  *   retry_exceeded a QP connected to a QPN nobody has: RETRY_EXC_ERR
  *                  within the time timeout and retry_cnt allow
  *   read_write     100 KiB WRITE and READ back at path MTU 256, with a
@@ -387,6 +391,59 @@ static bool t_rem_inv_req(struct pair *p)
 		return false;
 	CHECK(wait_wc(&sb, p->b, &wc, 2000), "b: no completion");
 	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_LEN_ERR, "b: %s",
+	      ibv_wc_status_str(wc.status));
+	return true;
+}
+
+/* A LOCAL_INV or SEND_WITH_INV of @rkey; the latter sends @len bytes. */
+static int post_inv(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t rkey,
+		    void *addr, uint32_t len, uint32_t lkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+			       .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0,
+		.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+		.invalidate_rkey = rkey,
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * A process has no fast-registration MR: a LOCAL_INV of its own MR's
+ * key completes LOC_QP_OP_ERR (as rxe's rxe_invalidate_mr() refuses a
+ * user MR), and the next WQE is flushed.
+ */
+static bool t_local_inv_user(struct pair *p)
+{
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!post_inv(p->a, IBV_WR_LOCAL_INV, sa.mr->rkey, NULL, 0, 0, 1) &&
+	      !post_send(p->a, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0, 0, 2),
+	      "post");
+	return expect_error_then_flush(p, IBV_WC_LOC_QP_OP_ERR, 5000);
+}
+
+/*
+ * A SEND with Invalidate of b's (user) MR key: b's receive completes
+ * REM_INV_REQ_ERR and b NAKs, so a's SEND completes REM_INV_REQ_ERR and
+ * the next WQE is flushed. srx receivers only (rxe's class J sends no
+ * NAK: the sender would retry until RETRY_EXC_ERR).
+ */
+static bool t_send_inv_user(struct pair *p)
+{
+	struct ibv_wc wc;
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	CHECK(!post_recv(p->b, sb.buf, 100, sb.mr->lkey, 9), "recv");
+	CHECK(!post_inv(p->a, IBV_WR_SEND_WITH_INV, sb.mr->rkey, sa.buf, 10,
+			sa.mr->lkey, 1) &&
+	      !post_send(p->a, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0, 0, 2),
+	      "post");
+	if (!expect_error_then_flush(p, IBV_WC_REM_INV_REQ_ERR, 5000))
+		return false;
+	CHECK(wait_wc(&sb, p->b, &wc, 2000), "b: no completion");
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_REM_INV_REQ_ERR, "b: %s",
 	      ibv_wc_status_str(wc.status));
 	return true;
 }
@@ -1554,6 +1611,8 @@ static const struct {
 	{ "rnr_recover", t_rnr_recover },
 	{ "rem_access", t_rem_access },
 	{ "rem_inv_req", t_rem_inv_req },
+	{ "local_inv_user", t_local_inv_user },
+	{ "send_inv_user", t_send_inv_user },
 	{ "retry_exceeded", t_retry_exceeded },
 	{ "sqd_resume", t_sqd_resume },
 	{ "post_stress", t_post_stress },

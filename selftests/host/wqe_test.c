@@ -211,6 +211,34 @@ TEST(constants_are_libibverbs)
 }
 
 /*
+ * IB_WR_REG_MR is taken where the QP's mask has it (a kernel QP's, qp.c)
+ * and copies the key and the rights; a process's mask lacks it, and the
+ * same slot is then a bad opcode with nothing copied.
+ */
+TEST(reg_mr_kernel_only)
+{
+	struct srx_wqe_limits kern = limits(rc_ops | BIT64(SRX_WR_REG_MR), 0);
+	struct srx_wqe_limits user = limits(rc_ops, 0);
+	struct take t;
+
+	take_init(&t);
+	send_fill(&t, SRX_WR_REG_MR);
+	swqe(&t)->num_sge = 0;
+	swqe(&t)->wr.reg.key = 0x123457;
+	swqe(&t)->wr.reg.access = 0x7;
+	EXPECT_EQ(SRX_WQE_OK, srx_swqe_copy(t.se, t.slot, &kern));
+	EXPECT_EQ(0x123457u, t.se->wr.reg.key);
+	EXPECT_EQ(0x7u, t.se->wr.reg.access);
+	EXPECT_EQ(0u, t.se->length);
+	EXPECT_TRUE(srx_wqe_opcode_is_local(t.se->opcode));
+	EXPECT_EQ(SRX_WQE_BAD_OPCODE, srx_swqe_copy(t.se, t.slot, &user));
+	EXPECT_EQ(0u, t.se->wr.reg.key);
+	EXPECT_TRUE(srx_wqe_opcode_is_local(IBV_WR_LOCAL_INV));
+	EXPECT_FALSE(srx_wqe_opcode_is_local(IBV_WR_SEND_WITH_INV));
+	take_fini(&t);
+}
+
+/*
  * Every opcode of the u8 field on every QP type: accepted exactly when the
  * transport has it; then the remote part the opcode uses is copied, from
  * wr.ud on datagram QPs.

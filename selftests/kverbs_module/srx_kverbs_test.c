@@ -21,12 +21,15 @@
  *    IB_WC_GRH, the sender's QPN and the 40-byte GRH area counted, and
  *    ib_init_ah_attr_from_wc() reading an address back from it;
  *  - a kernel SRQ: its limit event, a QP taking receives from it, and
- *    ib_drain_qp() on that QP, which 6.12 ends on LAST_WQE_REACHED.
+ *    ib_drain_qp() on that QP, which 6.12 ends on LAST_WQE_REACHED;
+ *  - fast registration: REG_MR, LOCAL_INV and SEND_WITH_INV through work
+ *    requests, and the errors around them (srx_kverbs_fastreg()).
  * Init fails (-EINVAL) if a check failed and -ENODEV without an srx
  * device, so insmod's status is the result; the log says which check.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -754,6 +757,275 @@ out:
 	ib_free_cq(cq);
 }
 
+/* Post @wr on @qp and wait for its completion on @cq, into @wc. */
+static int srx_kverbs_post_wait(struct ib_qp *qp, struct ib_cq *cq,
+				const struct ib_send_wr *wr, struct ib_wc *wc)
+{
+	const struct ib_send_wr *bad;
+	int ret;
+
+	memset(wc, 0, sizeof(*wc));
+	ret = ib_post_send(qp, wr, &bad);
+	if (ret)
+		return ret;
+	return srx_kverbs_wait(cq, wc) == 1 ? 0 : -ETIMEDOUT;
+}
+
+/* Register @mr under a new key byte from @qp, granting @access. */
+static int srx_kverbs_reg(struct ib_qp *qp, struct ib_cq *cq,
+			  struct ib_mr *mr, int access, struct ib_wc *wc)
+{
+	struct ib_reg_wr reg = {
+		.wr = { .opcode = IB_WR_REG_MR, .wr_id = 10 },
+		.mr = mr, .access = access,
+	};
+
+	ib_update_fast_reg_key(mr, (u8)(mr->rkey + 1));
+	reg.key = mr->rkey;
+	return srx_kverbs_post_wait(qp, cq, &reg.wr, wc);
+}
+
+/* An RDMA WRITE of @len bytes at @sdma from @qp to @rkey at @va. */
+static int srx_kverbs_write(struct ib_qp *qp, struct ib_cq *cq, u64 sdma,
+			    u32 len, u32 lkey, u64 va, u32 rkey,
+			    struct ib_wc *wc)
+{
+	struct ib_sge sge = { .addr = sdma, .length = len, .lkey = lkey };
+	struct ib_rdma_wr w = {
+		.wr = { .opcode = IB_WR_RDMA_WRITE, .wr_id = 11,
+			.sg_list = &sge, .num_sge = 1 },
+		.remote_addr = va, .rkey = rkey,
+	};
+
+	return srx_kverbs_post_wait(qp, cq, &w.wr, wc);
+}
+
+/*
+ * Fast registration through work requests: an MR of IB_MR_TYPE_MEM_REG
+ * over two pages that are not adjacent (the first entered 100 bytes in),
+ * mapped with ib_map_mr_sg(), registered with IB_WR_REG_MR on QP b, and
+ * written by QP a through its rkey: the bytes land in both pages. Then
+ * LOCAL_INV, a registration under the next key, a SEND with Invalidate
+ * from a (b's receive says IB_WC_WITH_INVALIDATE and the rkey), and a
+ * WRITE through the invalidated rkey: REM_ACCESS_ERR. Then, on new QPs:
+ * a registration mapped over (ib_map_mr_sg() of a registered MR) no
+ * longer lets its key write, and REG_MR of an MR already valid is
+ * IB_WC_LOC_QP_OP_ERR, as rxe's (rxe_mr.c, rxe_reg_fast_mr()). And what
+ * is refused
+ * at once: a type srx lacks, a page list beyond max_fast_reg_page_list_len,
+ * a REG_MR whose key names another MR.
+ */
+static void srx_kverbs_fastreg(struct ib_device *dev, struct ib_pd *pd)
+{
+	const u32 len0 = PAGE_SIZE - 100, len1 = 1000, len = len0 + len1;
+	const int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	struct page *pg[2] = {};
+	struct ib_qp *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+	struct ib_cq *ca = NULL, *cb = NULL;
+	struct scatterlist sg[2];
+	const struct ib_send_wr *sbad;
+	const struct ib_recv_wr *rbad;
+	struct ib_mr *mr, *bad_mr;
+	struct ib_reg_wr reg = {};
+	struct ib_sge ssge, rsge;
+	struct ib_send_wr swr = {};
+	struct ib_recv_wr rwr = {};
+	bool mapped = false;
+	u64 sdma = 0, rdma = 0;
+	u32 old_rkey, i;
+	union ib_gid gid;
+	struct ib_wc wc;
+	u8 *src, *dst, *p0, *p1;
+	int ret, n;
+
+	bad_mr = ib_alloc_mr(pd, IB_MR_TYPE_SG_GAPS, 4);
+	CHECK(IS_ERR(bad_mr), "fastreg: an SG_GAPS MR was allocated");
+	if (!IS_ERR(bad_mr))
+		ib_dereg_mr(bad_mr);
+	bad_mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG,
+			     dev->attrs.max_fast_reg_page_list_len + 1);
+	CHECK(IS_ERR(bad_mr), "fastreg: a page list beyond %u was allocated",
+	      dev->attrs.max_fast_reg_page_list_len);
+	if (!IS_ERR(bad_mr))
+		ib_dereg_mr(bad_mr);
+
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 4);
+	CHECK(!IS_ERR(mr), "fastreg: ib_alloc_mr: %ld", PTR_ERR(mr));
+	if (IS_ERR(mr))
+		return;
+	src = kmalloc(len, GFP_KERNEL);
+	dst = kzalloc(64, GFP_KERNEL);
+	pg[0] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	pg[1] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	ca = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	cb = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	if (!src || !dst || !pg[0] || !pg[1] || IS_ERR(ca) || IS_ERR(cb)) {
+		CHECK(0, "fastreg: setup");
+		goto out_free;
+	}
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	a = srx_kverbs_qp(pd, ca, IB_QPT_RC, NULL);
+	b = srx_kverbs_qp(pd, cb, IB_QPT_RC, NULL);
+	if (ret || IS_ERR(a) || IS_ERR(b)) {
+		CHECK(0, "fastreg: QPs (GID %d)", ret);
+		goto out_qp;
+	}
+	ret = srx_kverbs_connect(a, b->qp_num, &gid) ?:
+	      srx_kverbs_connect(b, a->qp_num, &gid);
+	CHECK(!ret, "fastreg: connect: %d", ret);
+	if (ret)
+		goto out_qp;
+
+	sg_init_table(sg, 2);
+	sg_set_page(&sg[0], pg[0], len0, 100);
+	sg_set_page(&sg[1], pg[1], len1, 0);
+	n = ib_dma_map_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+	mapped = n == 2;
+	CHECK(mapped, "fastreg: ib_dma_map_sg: %d", n);
+	if (!mapped)
+		goto out_qp;
+	n = ib_map_mr_sg(mr, sg, 2, NULL, PAGE_SIZE);
+	CHECK(n == 2 && mr->length == len, "fastreg: ib_map_mr_sg: %d, length %llu",
+	      n, mr->length);
+	if (n != 2)
+		goto out_qp;
+
+	for (i = 0; i < len; i++)
+		src[i] = (u8)(i * 7 + 3);
+	sdma = ib_dma_map_single(dev, src, len, DMA_TO_DEVICE);
+	rdma = ib_dma_map_single(dev, dst, 64, DMA_FROM_DEVICE);
+
+	/* A key of another index: refused by the post. */
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = mr;
+	reg.key = mr->rkey ^ 0x100;
+	reg.access = access;
+	ret = ib_post_send(b, &reg.wr, &sbad);
+	CHECK(ret == -EINVAL, "fastreg: REG_MR of another index: %d", ret);
+
+	ret = srx_kverbs_reg(b, cb, mr, access, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_REG_MR,
+	      "fastreg: REG_MR: %d, status %d, opcode %d", ret, wc.status,
+	      wc.opcode);
+	ret = srx_kverbs_write(a, ca, sdma, len, pd->local_dma_lkey, mr->iova,
+			       mr->rkey, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS,
+	      "fastreg: WRITE through the rkey: %d, status %d", ret, wc.status);
+	p0 = page_address(pg[0]);
+	p1 = page_address(pg[1]);
+	CHECK(!memcmp(p0 + 100, src, len0) && !memcmp(p1, src + len0, len1) &&
+	      !p0[99] && !p1[len1], "fastreg: the WRITE's bytes are not where the pages are");
+
+	/* LOCAL_INV, and a registration under the next key. */
+	swr.opcode = IB_WR_LOCAL_INV;
+	swr.wr_id = 12;
+	swr.ex.invalidate_rkey = mr->rkey;
+	ret = srx_kverbs_post_wait(b, cb, &swr, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_LOCAL_INV,
+	      "fastreg: LOCAL_INV: %d, status %d, opcode %d", ret, wc.status,
+	      wc.opcode);
+	old_rkey = mr->rkey;
+	ret = srx_kverbs_reg(b, cb, mr, access, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS && mr->rkey != old_rkey,
+	      "fastreg: REG_MR again: %d, status %d", ret, wc.status);
+
+	/* SEND with Invalidate of that key, from a to a receive of b's. */
+	rsge = (struct ib_sge){ .addr = rdma, .length = 64,
+				.lkey = pd->local_dma_lkey };
+	rwr.wr_id = 13;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	CHECK(!ret, "fastreg: post_recv: %d", ret);
+	ssge = (struct ib_sge){ .addr = sdma, .length = 64,
+				.lkey = pd->local_dma_lkey };
+	memset(&swr, 0, sizeof(swr));
+	swr.opcode = IB_WR_SEND_WITH_INV;
+	swr.wr_id = 14;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.ex.invalidate_rkey = mr->rkey;
+	ret = srx_kverbs_post_wait(a, ca, &swr, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS,
+	      "fastreg: SEND_WITH_INV: %d, status %d", ret, wc.status);
+	memset(&wc, 0, sizeof(wc));
+	CHECK(srx_kverbs_wait(cb, &wc) == 1 && wc.wr_id == 13 &&
+	      wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_RECV &&
+	      (wc.wc_flags & IB_WC_WITH_INVALIDATE) &&
+	      wc.ex.invalidate_rkey == mr->rkey && wc.byte_len == 64,
+	      "fastreg: the receive of SEND_WITH_INV: status %d, flags %#x, rkey %#x",
+	      wc.status, wc.wc_flags, wc.ex.invalidate_rkey);
+
+	/* The peer invalidated it: a WRITE through it is refused. */
+	ret = srx_kverbs_write(a, ca, sdma, 64, pd->local_dma_lkey, mr->iova,
+			       mr->rkey, &wc);
+	CHECK(!ret && wc.status == IB_WC_REM_ACCESS_ERR,
+	      "fastreg: WRITE after invalidation: %d, status %d", ret,
+	      wc.status);
+
+	/*
+	 * That NAK put both in error. A new pair, c to d: d registers, the
+	 * MR is mapped again (as iSER does before its LOCAL_INV), and the
+	 * old key no longer writes. (Not one QP connected to itself: its
+	 * own responder's NAK would flush its WRITE first.)
+	 */
+	c = srx_kverbs_qp(pd, ca, IB_QPT_RC, NULL);
+	d = srx_kverbs_qp(pd, cb, IB_QPT_RC, NULL);
+	ret = IS_ERR(c) || IS_ERR(d) ? -ENOMEM :
+	      srx_kverbs_connect(c, d->qp_num, &gid) ?:
+	      srx_kverbs_connect(d, c->qp_num, &gid);
+	CHECK(!ret, "fastreg: QPs c and d: %d", ret);
+	if (ret)
+		goto out_qp;
+	ret = srx_kverbs_reg(d, cb, mr, access, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS,
+	      "fastreg: REG_MR after remote invalidation: %d, status %d", ret,
+	      wc.status);
+	n = ib_map_mr_sg(mr, sg, 2, NULL, PAGE_SIZE);
+	CHECK(n == 2, "fastreg: ib_map_mr_sg of a registered MR: %d", n);
+	ret = srx_kverbs_write(c, ca, sdma, 64, pd->local_dma_lkey, mr->iova,
+			       mr->rkey, &wc);
+	CHECK(!ret && wc.status == IB_WC_REM_ACCESS_ERR,
+	      "fastreg: WRITE through a key mapped over: %d, status %d", ret,
+	      wc.status);
+
+	/*
+	 * Registered twice without an invalidation between, from a QP
+	 * connected to itself (a REG_MR sends nothing).
+	 */
+	e = srx_kverbs_qp(pd, cb, IB_QPT_RC, NULL);
+	ret = IS_ERR(e) ? PTR_ERR(e) : srx_kverbs_connect(e, e->qp_num, &gid);
+	CHECK(!ret, "fastreg: QP e: %d", ret);
+	if (ret)
+		goto out_qp;
+	ret = srx_kverbs_reg(e, cb, mr, access, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS && wc.qp == e,
+	      "fastreg: REG_MR after a mapping: %d, status %d", ret, wc.status);
+	ret = srx_kverbs_reg(e, cb, mr, access, &wc);
+	CHECK(!ret && wc.status == IB_WC_LOC_QP_OP_ERR && wc.qp == e,
+	      "fastreg: REG_MR of a valid MR: %d, status %d", ret, wc.status);
+
+out_qp:
+	srx_kverbs_free_qps(a, b);
+	srx_kverbs_free_qps(c, d);
+	srx_kverbs_free_qps(e, NULL);
+	if (sdma)
+		ib_dma_unmap_single(dev, sdma, len, DMA_TO_DEVICE);
+	if (rdma)
+		ib_dma_unmap_single(dev, rdma, 64, DMA_FROM_DEVICE);
+	if (mapped)
+		ib_dma_unmap_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+out_free:
+	ib_dereg_mr(mr);
+	srx_kverbs_free_cqs(ca, cb);
+	if (pg[0])
+		__free_page(pg[0]);
+	if (pg[1])
+		__free_page(pg[1]);
+	kfree(src);
+	kfree(dst);
+}
+
 static int srx_kverbs_add(struct ib_device *dev)
 {
 	struct ib_qp_init_attr init = {
@@ -826,6 +1098,8 @@ static int srx_kverbs_add(struct ib_device *dev)
 	srx_kverbs_ud(dev, pd);
 	srx_kverbs_clean(dev, pd);
 	srx_kverbs_srq(dev, pd);
+	if (dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)
+		srx_kverbs_fastreg(dev, pd);
 err_cq:
 	ib_free_cq(cq);
 err_pd:

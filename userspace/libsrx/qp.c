@@ -414,7 +414,8 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = wr->opcode;
 	wqe->send_flags = wr->send_flags;
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
+	if (wr->opcode == IBV_WR_SEND_WITH_INV ||
+	    wr->opcode == IBV_WR_LOCAL_INV)
 		wqe->ex = wr->invalidate_rkey;
 	else
 		wqe->ex = wr->imm_data;

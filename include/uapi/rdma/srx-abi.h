@@ -323,6 +323,14 @@ struct srx_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		/*
+		 * IB_WR_REG_MR (0x20), which only the kernel posts to its
+		 * own QPs' rings: a process's take refuses the opcode.
+		 */
+		struct {
+			__u32 key;	/* the MR's index, the new key byte */
+			__u32 access;	/* IB_ACCESS_* to grant */
+		} reg;
 	} wr;
 	__aligned_u64 reserved1;
 	/* struct srx_sge sge[num_sge] or inline data follows */
