@@ -24,15 +24,31 @@ ok() {	# ok DESCRIPTION COMMAND...
 }
 
 # The kernel log since the test began holds no warning, BUG or refcount
-# complaint (a QP reference dropped twice would say refcount_t).
+# complaint (a QP reference dropped twice would say refcount_t), or
+# nothing that matches the extended regular expression given instead.
 kmsg_start=$(dmesg | wc -l)
 kmsg_clean() {
 	local new
 	new=$(dmesg | tail -n +"$((kmsg_start + 1))" |
-		grep -E 'WARNING|BUG|refcount_t|Oops|general protection' || true)
+		grep -E "${1:-WARNING|BUG|refcount_t|Oops|general protection}" || true)
 	[ -z "$new" ] && return 0
 	printf '%s\n' "$new" | sed 's/^/#   kmsg: /'
 	return 1
+}
+
+# long SECONDS CMD...: as topo_run, for commands that may take longer than
+# its TOPO_T under TCG (SECONDS times the slowdown, SRX_TEST_TIMEOUT_SCALE);
+# the output goes to the log only on failure.
+long() {
+	local t=$(($1 * ${SRX_TEST_TIMEOUT_SCALE:-1})) rc
+	shift
+	echo "# + $*"
+	timeout --kill-after=10 "$t" "$@" >"$tmp/long.out" 2>&1
+	rc=$?
+	[ $rc = 0 ] && return 0
+	tail -n 25 "$tmp/long.out" | sed 's/^/#   /'
+	echo "#   exit $rc"
+	return $rc
 }
 
 # wait_listen SIDE PORT: a TCP listener on PORT in SIDE's namespace,

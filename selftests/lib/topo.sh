@@ -55,6 +55,18 @@
 #   namespace tp-a
 #   tpsrxa (srx) ── tpa0 ═══ veth ═══ tpa1 (no address)
 #
+# srx-init, rxe-init: one device (srx or rdma_rxe) in the initial namespace,
+# both ends of a test on it, as srx-self is. For the kernel's RDMA users
+# (nvme-rdma, nvmet-rdma, rpcrdma, iSER, SRP), which create their rdma_cm
+# IDs in init_net (drivers/nvme/host/rdma.c: rdma_create_id(&init_net,
+# ...)), so neither end can live in another namespace. Side b is the
+# device; side a is side b. rxe-init parks init_net's srx devices, as
+# srx-rxe does.
+#
+#   namespace tp-a                         initial namespace
+#   tpa0 (no address) ═══ veth ═══════════ tpb0 ── tpsrxb (srx) or tprxe
+#                                          192.0.2.2/24, 2001:db8:c::2/64
+#
 # RDMA netns mode (`rdma system set netns`), TOPO_NETNS_MODE=shared (the
 # default) or exclusive. The RDMA core can change it only while no network
 # namespace but the initial one exists (drivers/infiniband/core/device.c,
@@ -392,8 +404,26 @@ topo_ll6() {
 	printf -v "TOPO_${U}_LL6" %s "${BASH_REMATCH[1]}"
 }
 
-# topo_up NAME [--vlan ID]: build topology NAME (srx-rxe, srx-srx or
-# srx-self) and set TOPO_A_* and TOPO_B_*. Needs srx installed (modprobe
+# topo_load_rxe: rdma_rxe loaded (remembered for topo_down if topo_up
+# loaded it), init_net's srx devices parked first.
+topo_load_rxe() {
+	topo_park_init_net_srx || return 1
+	grep -q '^rdma_rxe ' /proc/modules && return 0
+	topo_loaded_rxe=1
+	topo_state_save
+	topo_run modprobe rdma_rxe
+}
+
+# topo_same_side TO FROM: side TO is side FROM (one device, both ends).
+topo_same_side() {
+	local f
+	for f in NS DEV DRIVER NETDEV IP4 IP6 LL6 VLAN_NETDEV VLAN_IP4 VLAN_IP6; do
+		printf -v "TOPO_${1^^}_$f" %s "$(topo_var "$2" "$f")"
+	done
+}
+
+# topo_up NAME [--vlan ID]: build topology NAME (srx-rxe, srx-srx,
+# srx-self, srx-init or rxe-init) and set TOPO_A_* and TOPO_B_*. Needs srx installed (modprobe
 # finds it: install_test.sh). Returns non-zero, having said why, if any
 # step fails; topo_down then removes what was built.
 topo_up() {
@@ -411,7 +441,7 @@ topo_up() {
 		return 2
 	fi
 	case $name in
-	srx-rxe | srx-srx | srx-self) ;;
+	srx-rxe | srx-srx | srx-self | srx-init | rxe-init) ;;
 	*) topo_say "topo_up: no topology $name"; return 2 ;;
 	esac
 	if ! modinfo -F filename srx >/dev/null 2>&1; then
@@ -435,12 +465,7 @@ topo_up() {
 	srx-rxe)
 		topo_run ip link add tpa0 netns "$TOPO_NS_A" type veth peer name tpb0 ||
 			return 1
-		topo_park_init_net_srx || return 1
-		if ! grep -q '^rdma_rxe ' /proc/modules; then
-			topo_loaded_rxe=1
-			topo_state_save
-			topo_run modprobe rdma_rxe || return 1
-		fi
+		topo_load_rxe || return 1
 		topo_side_net a "$TOPO_NS_A" tpsrxa srx tpa0 || return 1
 		topo_side_net b "" tprxe rxe tpb0 || return 1
 		topo_side_dev a && topo_side_dev b || return 1
@@ -460,10 +485,20 @@ topo_up() {
 		topo_run ip -n "$TOPO_NS_A" link set tpa1 up || return 1
 		topo_side_net a "$TOPO_NS_A" tpsrxa srx tpa0 || return 1
 		topo_side_dev a || return 1
-		local f
-		for f in NS DEV DRIVER NETDEV IP4 IP6 LL6 VLAN_NETDEV VLAN_IP4 VLAN_IP6; do
-			printf -v "TOPO_B_$f" %s "$(topo_var a "$f")"
-		done
+		topo_same_side b a
+		;;
+	srx-init | rxe-init)
+		topo_run ip link add tpa0 netns "$TOPO_NS_A" type veth peer name tpb0 ||
+			return 1
+		topo_run ip -n "$TOPO_NS_A" link set tpa0 up || return 1
+		if [ "$name" = rxe-init ]; then
+			topo_load_rxe || return 1
+			topo_side_net b "" tprxe rxe tpb0 || return 1
+		else
+			topo_side_net b "" tpsrxb srx tpb0 || return 1
+		fi
+		topo_side_dev b || return 1
+		topo_same_side a b
 		;;
 	esac
 	topo_say "$name is up: a = ${TOPO_A_DEV} on ${TOPO_A_NETDEV} in ${TOPO_A_NS:-init}," \

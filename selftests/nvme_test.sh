@@ -1,0 +1,318 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# nvme_test.sh - NVMe over RDMA on srx, and the same cases on rdma_rxe for
+# the README's column: nvmet-rdma serves a file-backed namespace set up
+# through configfs, nvme-rdma connects to it with nvme-cli, fio writes and
+# verifies on several queues at once (two default queues, one per CPU,
+# and a poll queue), O_DIRECT dd writes data that is read back and found
+# in the target's file, and the host disconnects. Then the device goes
+# away under I/O, by `rdma link delete` and by `ip link del` of its
+# netdev: fio ends with errors, the controller is gone, nothing hangs and
+# the kernel logs no warning.
+#
+# Both ends on one device in the initial namespace (selftests/lib/topo.sh,
+# srx-init and rxe-init): nvme-rdma and nvmet-rdma create their rdma_cm
+# IDs in init_net (drivers/nvme/host/rdma.c and drivers/nvme/target/rdma.c,
+# rdma_create_id(&init_net, ...)), so a guest cannot put the two ends in
+# two namespaces; cma turns a connection to a local address into one
+# device talking to itself (drivers/infiniband/core/addr.c,
+# rdma_set_src_addr_rcu()), and srx's packets go through the IP stack's
+# loopback to its own socket.
+set -u -o pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=selftests/lib/topo.sh
+. "$top/selftests/lib/topo.sh"
+# shellcheck source=selftests/lib/rc.sh
+. "$top/selftests/lib/rc.sh"
+# shellcheck source=selftests/lib/tap.sh
+. "$top/selftests/lib/tap.sh"
+
+NQN=nqn.2026-12.org.srx:selftest
+CFS=/sys/kernel/config/nvmet
+NVME_PORT=4420
+scale=${SRX_TEST_TIMEOUT_SCALE:-1}
+
+echo "TAP version 13"
+for t in nvme fio; do
+	if ! command -v $t >/dev/null; then
+		echo "1..0 # SKIP $t is not installed (make deps)"
+		exit 4
+	fi
+done
+
+# short_timeouts: 2 s for the commands of our controller from now on: its
+# block I/O (the path device's queue, which took nvme_core's io_timeout
+# when the controller was created) and every admin command (they read
+# nvme_core's admin_timeout when they are issued: drivers/nvme/host/core.c,
+# nvme_init_request(), 6.1 and 6.12). restore_timeouts undoes the latter.
+# The netdev's unregistration still waits those seconds for the device's,
+# a few more under TCG: the kernel's report of it waits 60 s (times the
+# slowdown) instead of 10 (net.core.netdev_unregister_timeout_secs), and
+# the case itself bounds the removal at 30 s.
+P=/sys/module/nvme_core/parameters
+W=/proc/sys/net/core/netdev_unregister_timeout_secs
+saved_admin='' saved_wait=''
+short_timeouts() {
+	local q w=$((60 * scale))
+	for q in /sys/class/nvme/"$(ctrl)"/nvme*/queue/io_timeout; do
+		[ -e "$q" ] || continue
+		echo 2000 >"$q" || return 1
+	done
+	[ -n "$saved_admin" ] || read -r saved_admin <$P/admin_timeout
+	[ -n "$saved_wait" ] || read -r saved_wait <$W
+	echo 2 >$P/admin_timeout && echo $((w > 3600 ? 3600 : w)) >$W
+}
+
+restore_timeouts() {
+	[ -n "$saved_admin" ] && echo "$saved_admin" >$P/admin_timeout
+	[ -n "$saved_wait" ] && echo "$saved_wait" >$W
+	saved_admin='' saved_wait=''
+}
+
+# Whatever this test built, gone in reverse order; safe at any point.
+nvme_down() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -r "$c/subsysnqn" ] && [ "$(cat "$c/subsysnqn")" = "$NQN" ] || continue
+		echo 1 >"$c/delete_controller" 2>/dev/null
+	done
+	# A controller still connecting goes once its attempt ends.
+	topo_wait $((30 * scale)) gone || say "$(ctrl) could not be deleted"
+	rm -f "$CFS/ports/1/subsystems/$NQN" 2>/dev/null
+	[ -d "$CFS/ports/1" ] && rmdir "$CFS/ports/1"
+	if [ -d "$CFS/subsystems/$NQN" ]; then
+		echo 0 >"$CFS/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
+		rmdir "$CFS/subsystems/$NQN/namespaces/1" 2>/dev/null
+		# The target's controllers hold the subsystem until they are freed.
+		topo_wait $((30 * scale)) rmdir "$CFS/subsystems/$NQN" 2>/dev/null ||
+			say "$CFS/subsystems/$NQN could not be removed"
+	fi
+	rm -f "$tmp/ns.img"
+	restore_timeouts
+}
+
+topo_trap
+# As topo_trap's, after the target and host are gone: a teardown that
+# fails fails the run.
+trap 's=$?; trap - EXIT; nvme_down; topo_down || s=1; rm -rf "$tmp"; exit $s' EXIT
+
+# target IP: nvmet-rdma listens on IP:4420 and serves a 48 MiB file.
+# buffered_io: the file is on the guest's tmpfs, which has no O_DIRECT
+# before Linux 6.6, and nvmet opens the file O_DIRECT otherwise
+# (drivers/nvme/target/io-cmd-file.c, nvmet_file_ns_enable()).
+target() {
+	local ns=$CFS/subsystems/$NQN/namespaces/1 p=$CFS/ports/1
+	topo_run modprobe nvmet-rdma || return 1
+	if [ ! -d "$CFS" ]; then
+		topo_run mount -t configfs none /sys/kernel/config || return 1
+	fi
+	truncate -s 48M "$tmp/ns.img" || return 1
+	mkdir "$CFS/subsystems/$NQN" &&
+		echo 1 >"$CFS/subsystems/$NQN/attr_allow_any_host" &&
+		mkdir "$ns" &&
+		echo 1 >"$ns/buffered_io" &&
+		printf %s "$tmp/ns.img" >"$ns/device_path" &&
+		echo 1 >"$ns/enable" &&
+		mkdir "$p" &&
+		echo rdma >"$p/addr_trtype" &&
+		echo ipv4 >"$p/addr_adrfam" &&
+		echo "$1" >"$p/addr_traddr" &&
+		echo $NVME_PORT >"$p/addr_trsvcid" &&
+		ln -s "$CFS/subsystems/$NQN" "$p/subsystems/$NQN" || {
+		say "configfs: the target could not be set up"
+		return 1
+	}
+}
+
+# ctrl: the controller of our subsystem (nvmeN), if connected.
+ctrl() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ -r "$c/subsysnqn" ] && [ "$(cat "$c/subsysnqn")" = "$NQN" ] || continue
+		echo "${c##*/}"
+		return 0
+	done
+	return 1
+}
+
+# disk: our namespace's block device: nvmeXnY, the multipath head when
+# the kernel has native multipath (Debian's has), whose path devices
+# (nvmeXcYnZ) are hidden and have no node in /dev.
+disk() {
+	local b name
+	for b in /sys/block/nvme*n*; do
+		name=${b##*/}
+		[[ $name =~ ^nvme[0-9]+n[0-9]+$ ]] && [ -b "/dev/$name" ] || continue
+		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
+		echo "/dev/$name"
+		return 0
+	done
+	return 1
+}
+
+gone() {
+	! ctrl >/dev/null
+}
+
+# connect IP [ARGS]: nvme-rdma to IP:4420 with two default queues and a
+# poll queue, then the namespace's block device present.
+connect() {
+	local ip=$1
+	shift
+	topo_run modprobe nvme-rdma || return 1
+	long 60 nvme connect -t rdma -a "$ip" -s $NVME_PORT -n "$NQN" \
+		--nr-io-queues=2 --nr-poll-queues=1 "$@" || return 1
+	topo_wait $((20 * scale)) disk >/dev/null || {
+		say "no block device for $NQN"
+		return 1
+	}
+	say "$(ctrl) connected, disk $(disk)"
+}
+
+disconnect() {
+	long 60 nvme disconnect -n "$NQN" || return 1
+	topo_wait $((20 * scale)) gone || {
+		say "$(ctrl) still there after nvme disconnect"
+		return 1
+	}
+}
+
+# io IP: connect, then three fio jobs at once, each writing its own
+# 8 MiB with crc32c in every block and reading it back to verify: two on
+# one CPU each (the two default queues), one polled (the poll queue); block
+# sizes up to 128 KiB, beyond nvme-rdma's inline data, so that the target
+# reads them from the host's fast-registered MRs and writes reads into
+# them. Then 4 MiB of random bytes by O_DIRECT dd, read back by O_DIRECT dd
+# and found at the same offset of the target's file. Then disconnect.
+io() {
+	local ip=$1 d q rc=0 mark job
+	mark=$(dmesg | wc -l)
+	target "$ip" && connect "$ip" || return 1
+	d=$(disk)
+	q=$(dmesg | tail -n +"$((mark + 1))" |
+		grep -oE 'mapped [0-9/]+ default/read/poll queues' | tail -1)
+	say "${q:-no queue map logged}"
+	[[ $q =~ mapped\ 2/0/1 ]] || {
+		say "expected two default queues and one poll queue"
+		rc=1
+	}
+	job=(--filename="$d" --direct=1 --rw=randwrite --bsrange=4k-128k
+		--size=8M --verify=crc32c --verify_fatal=1 --do_verify=1
+		--verify_state_save=0)
+	long 300 fio \
+		--name=q0 "${job[@]}" --offset=0 --ioengine=libaio --iodepth=8 \
+		--cpus_allowed=0 \
+		--name=q1 "${job[@]}" --offset=8M --ioengine=libaio --iodepth=8 \
+		--cpus_allowed=1 \
+		--name=poll "${job[@]}" --offset=16M --ioengine=pvsync2 --hipri || {
+		say "fio failed or found bad data"
+		rc=1
+	}
+	head -c 4M /dev/urandom >"$tmp/data" &&
+		long 60 dd if="$tmp/data" of="$d" bs=64k seek=512 oflag=direct &&
+		long 60 dd if="$d" of="$tmp/back" bs=64k skip=512 count=64 iflag=direct &&
+		cmp "$tmp/data" "$tmp/back" || {
+		say "dd: the data read back differs from the data written"
+		rc=1
+	}
+	disconnect || rc=1
+	# Written to the host's disk at 32 MiB, so in the target's file there.
+	cmp -n 4194304 "$tmp/data" <(tail -c +$((32 * 1048576 + 1)) "$tmp/ns.img") || {
+		say "the target's file does not hold what the host wrote"
+		rc=1
+	}
+	nvme_down
+	return $rc
+}
+
+# removal IP HOW: connect (reconnect every second, give up after
+# 3 s), start fio, remove the device (HOW: rdma, by rdma link delete; or
+# netdev, by deleting its netdev), then: the removal returns within 30 s,
+# fio ends within 120 s, the controller is gone within 60 s, the device is
+# unregistered.
+removal() {
+	local ip=$1 how=$2 dev=$TOPO_B_DEV fpid rc=0 end t0 mark
+	mark=$(dmesg | wc -l)
+	target "$ip" || return 1
+	connect "$ip" --ctrl-loss-tmo=3 --reconnect-delay=1 || return 1
+	# A controller being deleted fails its commands only by their timeouts
+	# (nvme_rdma_timeout(); its shutdown waits for the admin queue's):
+	# with the netdev gone they get no answer, and with the defaults (30 s
+	# and 60 s) the netdev's unregistration waits 93 s for the device's
+	# (measured on srx and rdma_rxe alike), which the kernel reports as
+	# "unregister_netdevice: waiting". Set after the connection, which
+	# under make check-debug's KASAN kernel takes longer than 2 s a command.
+	if [ "$how" = netdev ]; then
+		short_timeouts || return 1
+	fi
+	timeout --kill-after=10 $((300 * scale)) fio --minimal --name=busy \
+		--filename="$(disk)" --direct=1 --ioengine=libaio --iodepth=16 \
+		--rw=randrw --bsrange=4k-64k --size=16M --time_based \
+		--runtime=$((120 * scale)) >"$tmp/fio.out" 2>&1 &
+	fpid=$!
+	sleep 3
+	t0=$SECONDS
+	if [ "$how" = rdma ]; then
+		long 120 rdma link delete "$dev" || rc=1
+	else
+		long 120 ip link del "$TOPO_B_NETDEV" || rc=1
+	fi
+	say "the removal took $((SECONDS - t0)) s"
+	[ $((SECONDS - t0)) -le $((30 * scale)) ] || rc=1
+	dmesg | tail -n +"$((mark + 1))" | grep -E 'nvme|srx|rxe' | tail -n 20 | sed 's/^/#   kmsg: /'
+	end=$((SECONDS + 120 * scale))
+	while kill -0 $fpid 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 1
+	done
+	if kill -0 $fpid 2>/dev/null; then
+		say "fio still running 120 s after the removal"
+		kill -9 $fpid
+		rc=1
+	fi
+	wait $fpid
+	say "fio exit $? (errors expected): $(grep -m1 -oE 'error=[^,]*' "$tmp/fio.out" || echo none)"
+	topo_wait $((60 * scale)) gone || {
+		say "$(ctrl) still there 60 s after its device went away"
+		rc=1
+	}
+	[ -e "/sys/class/infiniband/$dev" ] && {
+		say "$dev still registered"
+		rc=1
+	}
+	nvme_down
+	return $rc
+}
+
+
+# suite TOPOLOGY: the cases on one device.
+suite() {
+	local topo=$1 drv
+	drv=${topo%%-*}
+	if ! topo_up "$topo"; then
+		ok "$drv: $topo topology" false
+		return
+	fi
+	ok "$drv: nvmet-rdma target, nvme-rdma host on 3 queues: fio verify, O_DIRECT dd, disconnect" \
+		io "$TOPO_B_IP4"
+	ok "$drv: rdma link delete under NVMe I/O: fio ends, the controller goes, no hang" \
+		removal "$TOPO_B_IP4" rdma
+	topo_down || ok "$drv: $topo removed" false
+	if ! topo_up "$topo"; then
+		ok "$drv: $topo topology again" false
+		return
+	fi
+	ok "$drv: ip link del of the netdev under NVMe I/O: fio ends, the controller goes, no hang" \
+		removal "$TOPO_B_IP4" netdev
+	topo_down || ok "$drv: $topo removed" false
+}
+
+suite srx-init
+suite rxe-init
+topo_run modprobe -r nvme-rdma nvmet-rdma || true
+ok "every topology removed, the machine as it was" topo_down
+ok "no task hung, no netdev waited for" \
+	kmsg_clean 'blocked for more than|hung_task|unregister_netdevice: waiting'
+ok "no kernel warning" kmsg_clean
+echo "1..$n"
+[ $fails -eq 0 ]
