@@ -284,24 +284,16 @@ removal() {
 	return $rc
 }
 
-
 # suite TOPOLOGY: the cases on one device.
 suite() {
-	local topo=$1 drv
-	drv=${topo%%-*}
-	if ! topo_up "$topo"; then
-		ok "$drv: $topo topology" false
-		return
-	fi
+	local topo=$1 drv=${1%%-*}
+	up "$topo" || return
 	ok "$drv: nvmet-rdma target, nvme-rdma host on 3 queues: fio verify, O_DIRECT dd, disconnect" \
 		io "$TOPO_B_IP4"
 	ok "$drv: rdma link delete under NVMe I/O: fio ends, the controller goes, no hang" \
 		removal "$TOPO_B_IP4" rdma
 	topo_down || ok "$drv: $topo removed" false
-	if ! topo_up "$topo"; then
-		ok "$drv: $topo topology again" false
-		return
-	fi
+	up "$topo" || return
 	ok "$drv: ip link del of the netdev under NVMe I/O: fio ends, the controller goes, no hang" \
 		removal "$TOPO_B_IP4" netdev
 	topo_down || ok "$drv: $topo removed" false

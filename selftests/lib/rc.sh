@@ -36,6 +36,13 @@ kmsg_clean() {
 	return 1
 }
 
+# up TOPOLOGY: topo_up, or a failed case that says which topology failed.
+up() {
+	topo_up "$1" && return 0
+	ok "the $1 topology" false
+	return 1
+}
+
 # long SECONDS CMD...: as topo_run, for commands that may take longer than
 # its TOPO_T under TCG (SECONDS times the slowdown, SRX_TEST_TIMEOUT_SCALE);
 # the output goes to the log only on failure.
