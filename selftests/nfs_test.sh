@@ -28,12 +28,8 @@ mnt=$tmp/mnt
 mountd=
 
 echo "TAP version 13"
-for t in rpc.nfsd rpc.mountd exportfs mount.nfs; do
-	if ! command -v $t >/dev/null; then
-		echo "1..0 # SKIP $t is not installed (make deps)"
-		exit 4
-	fi
-done
+need_modules nfsd rpcrdma nfsv4
+need_tools rpc.nfsd rpc.mountd exportfs mount.nfs
 
 # Whatever this test started, stopped in reverse order; safe at any point.
 # A hard mount whose server is gone would hang umount: -f, then -l.
@@ -128,8 +124,4 @@ suite() {
 suite srx-init
 suite rxe-init
 topo_run modprobe -r nfsv4 nfs nfsd rpcrdma || true
-ok "every topology removed, the machine as it was" topo_down
-ok "no task hung" kmsg_clean 'blocked for more than|hung_task|unregister_netdevice: waiting'
-ok "no kernel warning" kmsg_clean
-echo "1..$n"
-[ $fails -eq 0 ]
+ulp_end

@@ -36,6 +36,54 @@ kmsg_clean() {
 	return 1
 }
 
+# need_modules MODULE...: the test is skipped (exit 4, before its first
+# case) when the running kernel lacks one of them; make check-debug's
+# kernel builds only the RDMA users it names (tools/debug-kernel.config).
+need_modules() {
+	local m
+	for m in "$@"; do
+		modinfo -F filename "$m" >/dev/null 2>&1 && continue
+		echo "1..0 # SKIP the kernel has no $m module"
+		rm -rf "$tmp"
+		exit 4
+	done
+}
+
+# need_tools PROGRAM...: the same for programs that make deps installs.
+need_tools() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null && continue
+		echo "1..0 # SKIP $t is not installed (make deps)"
+		rm -rf "$tmp"
+		exit 4
+	done
+}
+
+# dd_back DISK SKIP: 4 MiB of random bytes written to DISK at SKIP 64 KiB
+# blocks with O_DIRECT, read back the same way and equal (kept in
+# $tmp/data for the caller to look for elsewhere).
+dd_back() {
+	head -c 4M /dev/urandom >"$tmp/data" &&
+		long 60 dd if="$tmp/data" of="$1" bs=64k seek="$2" oflag=direct &&
+		long 60 dd if="$1" of="$tmp/back" bs=64k skip="$2" count=64 iflag=direct &&
+		cmp "$tmp/data" "$tmp/back" && return 0
+	echo "# dd: the data read back differs from the data written"
+	return 1
+}
+
+# ulp_end: the last cases of a test of the kernel's RDMA users, then its
+# plan and status: every topology gone, no task hung or netdev waited
+# for, no kernel warning.
+ulp_end() {
+	ok "every topology removed, the machine as it was" topo_down
+	ok "no task hung, no netdev waited for" \
+		kmsg_clean 'blocked for more than|hung_task|unregister_netdevice: waiting'
+	ok "no kernel warning" kmsg_clean
+	echo "1..$n"
+	[ $fails -eq 0 ]
+}
+
 # up TOPOLOGY: topo_up, or a failed case that says which topology failed.
 up() {
 	topo_up "$1" && return 0
