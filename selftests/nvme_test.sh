@@ -147,6 +147,22 @@ disk() {
 	return 1
 }
 
+# writes: the writes our controller's namespaces have completed, counted
+# on the request queues under it (nvmeXcYnZ with native multipath, whose
+# head is bio-based, nvmeXnY without).
+writes() {
+	local f w sum=0
+	for f in /sys/class/nvme/"$(ctrl)"/nvme*/stat; do
+		[ -r "$f" ] || continue
+		read -r _ _ _ _ w _ <"$f" && sum=$((sum + w))
+	done
+	echo $sum
+}
+
+writes_since() {
+	[ "$(writes)" -gt "$1" ]
+}
+
 gone() {
 	! ctrl >/dev/null
 }
@@ -194,8 +210,8 @@ io() {
 		say "expected two default queues and one poll queue"
 		rc=1
 	}
-	job=(--filename="$d" --direct=1 --rw=randwrite --bsrange=4k-128k
-		--size=8M --verify=crc32c --verify_fatal=1 --do_verify=1
+	job=(--filename="$d" --allow_file_create=0 --direct=1 --rw=randwrite
+		--bsrange=4k-128k --size=8M --verify=crc32c --verify_fatal=1 --do_verify=1
 		--verify_state_save=0)
 	long 300 fio \
 		--name=q0 "${job[@]}" --offset=0 --ioengine=libaio --iodepth=8 \
@@ -222,7 +238,7 @@ io() {
 # fio ends within 120 s, the controller is gone within 60 s, the device is
 # unregistered.
 removal() {
-	local ip=$1 how=$2 dev=$TOPO_B_DEV fpid rc=0 end t0 mark
+	local ip=$1 how=$2 dev=$TOPO_B_DEV fpid rc=0 end t0 mark d w0
 	mark=$(dmesg | wc -l)
 	target "$ip" || return 1
 	connect "$ip" --ctrl-loss-tmo=3 --reconnect-delay=1 || return 1
@@ -236,12 +252,21 @@ removal() {
 	if [ "$how" = netdev ]; then
 		short_timeouts || return 1
 	fi
+	# allow_file_create=0: fio must not make a regular file of the disk's
+	# /dev node once the disk is gone (devtmpfs removes it), which would
+	# keep the next disk of that name from getting a node.
+	d=$(disk)
+	w0=$(writes)
 	timeout --kill-after=10 $((300 * scale)) fio --minimal --name=busy \
-		--filename="$(disk)" --direct=1 --ioengine=libaio --iodepth=16 \
-		--rw=randrw --bsrange=4k-64k --size=16M --time_based \
+		--filename="$d" --allow_file_create=0 --direct=1 --ioengine=libaio \
+		--iodepth=16 --rw=randrw --bsrange=4k-64k --size=16M --time_based \
 		--runtime=$((120 * scale)) >"$tmp/fio.out" 2>&1 &
 	fpid=$!
-	sleep 3
+	# Under I/O: the disk has completed writes since fio started.
+	topo_wait $((30 * scale)) writes_since "$w0" || {
+		say "fio wrote nothing in 30 s"
+		rc=1
+	}
 	t0=$SECONDS
 	if [ "$how" = rdma ]; then
 		long 120 rdma link delete "$dev" || rc=1
