@@ -47,6 +47,7 @@ static void srx_device_set_limits(struct ib_device_attr *a)
 	WRITE_ONCE(a->max_qp, srx_device_max_qp());
 	WRITE_ONCE(a->max_pd, srx_device_max_pd());
 	WRITE_ONCE(a->max_mr, srx_device_max_mr());
+	WRITE_ONCE(a->max_mw, srx_device_max_mr());	/* shared with MRs */
 	WRITE_ONCE(a->max_srq, srx_device_max_srq());
 }
 
@@ -301,6 +302,8 @@ static const struct ib_device_ops srx_device_ops = {
 	.detach_mcast = srx_detach_mcast,
 	.disassociate_ucontext = srx_disassociate_ucontext,
 	.alloc_mr = srx_alloc_mr,
+	.alloc_mw = srx_alloc_mw,
+	.dealloc_mw = srx_dealloc_mw,
 	.get_dma_mr = srx_get_dma_mr,
 	.get_hw_stats = srx_get_hw_stats,
 	.get_link_layer = srx_get_link_layer,
@@ -326,6 +329,7 @@ static const struct ib_device_ops srx_device_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, srx_ah, base_ah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srx_cq, base_cq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, srx_mw, base_mw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srx_pd, base_pd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srx_qp, base_qp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srx_srq, base_srq),
@@ -370,6 +374,13 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 			      IB_DEVICE_PORT_ACTIVE_EVENT |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * Memory windows for processes (mw.c): type 1, and type 2 bound to
+	 * a QP number (2B), as rdma_rxe (rxe_param.h). They take their keys
+	 * from the MRs' space, so max_mw is max_mr, shared.
+	 */
+	a->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+			       IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_fast_reg_page_list_len = SRX_MAX_FAST_REG_PAGES;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	a->max_send_sge = SRX_MAX_SGE;
@@ -377,6 +388,7 @@ static void srx_init_attrs(struct srx_device *sdev)
 	a->max_sge_rd = SRX_MAX_SGE;
 	a->max_cqe = SRX_MAX_CQE;
 	a->max_mr = srx_device_max_mr();
+	a->max_mw = a->max_mr;
 	a->max_pd = srx_device_max_pd();
 	/*
 	 * SRQs (srq.c): sized as an RQ; no IB_DEVICE_SRQ_RESIZE, so
@@ -544,6 +556,7 @@ int srx_device_add(const char *name, struct net_device *netdev)
 	dev_hold(netdev);
 	sdev->netdev = netdev;
 	spin_lock_init(&sdev->port_lock);
+	spin_lock_init(&sdev->mw_lock);
 	sdev->port_state = srx_netdev_port_state(netdev);
 
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, netdev->dev_addr);

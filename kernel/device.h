@@ -156,6 +156,13 @@ struct srx_device {
 	struct xarray mr_xa;		/* key index -> struct srx_mr, own lock */
 	u32 mr_next;			/* cyclic allocation hint, under mr_xa lock */
 	/*
+	 * Memory windows' bindings (mw.c): every window's target and
+	 * valid, and every MR's mw_binds and unbindable, change under it.
+	 * Taken with bottom halves off (binds run in the engine); outside
+	 * a window's lock, and never around mr_xa's.
+	 */
+	spinlock_t mw_lock;
+	/*
 	 * User AHs: ah_num -> struct srx_ah (ah.c). Lookups copy under the
 	 * lock, so an AH is never read after its destroy returned.
 	 */

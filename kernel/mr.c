@@ -9,8 +9,9 @@
  * context, the receive softirq included (srx_mr_get()), checks its PD,
  * rights and bounds (mr_check.h), and copies with the pages mapped one at a
  * time (srx_mr_copy(), srx_sge_copy()): nothing on that path sleeps, and
- * the only lock it takes is a fast-registration MR's, whose registration
- * changes by work requests (struct srx_frmr, mr.h).
+ * the only locks it takes are a fast-registration MR's and a memory
+ * window's, which work requests change (struct srx_frmr and struct
+ * srx_win, mr.h; windows are mw.c's).
  *
  * Lifetime. Lookups run under RCU and take a reference with
  * refcount_inc_not_zero(), as rxe's pool lookup does with its kref
@@ -90,8 +91,8 @@ static int srx_mr_check_access(struct srx_device *sdev, int access)
  * A rereg's MR takes the index and key of the one it @replaces instead,
  * and is counted whatever the limit: the old one goes with the rereg.
  */
-static struct srx_mr *srx_mr_alloc(struct srx_device *sdev, struct ib_pd *pd,
-				   int access, const struct srx_mr *replaces)
+struct srx_mr *srx_mr_alloc(struct srx_device *sdev, struct ib_pd *pd,
+			    int access, const struct srx_mr *replaces)
 {
 	struct srx_mr *mr;
 	int count, ret;
@@ -143,18 +144,19 @@ static void srx_mr_free(struct srx_mr *mr)
 	ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kvfree(mr->fr);
+	kfree(mr->win);
 	atomic_dec(&sdev->num_mr);
 	kfree_rcu(mr, rcu);
 }
 
 /* Undo srx_mr_alloc() for an MR never published. */
-static void srx_mr_unreserve(struct srx_mr *mr)
+void srx_mr_unreserve(struct srx_mr *mr)
 {
 	xa_erase(&mr->sdev->mr_xa, mr->index);
 	srx_mr_free(mr);
 }
 
-static int srx_mr_publish(struct srx_mr *mr)
+int srx_mr_publish(struct srx_mr *mr)
 {
 	return xa_err(xa_store(&mr->sdev->mr_xa, mr->index, mr, GFP_KERNEL));
 }
@@ -514,10 +516,15 @@ struct ib_mr *srx_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
 
+	/* The windows bound to it would not follow it to the new MR. */
+	ret = srx_mr_forbid_binds(old);
+	if (ret)
+		goto err_free;
 	curr = xa_cmpxchg(&old->sdev->mr_xa, old->index, old, mr, GFP_KERNEL);
 	if (curr != old) {
 		ret = xa_is_err(curr) ? xa_err(curr) : -EINVAL;
 		WARN_ON_ONCE(!xa_is_err(curr));
+		srx_mr_allow_binds(old);
 		goto err_free;
 	}
 	/* Not read by the data path: registration's alone (mr.h). */
@@ -573,15 +580,29 @@ static void srx_mr_unpublish(struct srx_mr *mr)
  *
  * Context: process; sleeps.
  */
-int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+void srx_mr_retire(struct srx_mr *mr)
 {
-	struct srx_mr *mr = to_srx_mr(ibmr);
-
 	might_sleep();
 	srx_mr_unpublish(mr);
 	srx_mr_put(mr);
 	wait_for_completion(&mr->released);
 	srx_mr_free(mr);
+}
+
+/*
+ * An MR with memory windows bound stays: EBUSY (rxe_dereg_mr() refuses
+ * it too, citing IBA 10.6.7.2.6, with EINVAL). When a process exits,
+ * uverbs retries the MR after it has deallocated the windows.
+ */
+int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct srx_mr *mr = to_srx_mr(ibmr);
+	int ret;
+
+	ret = srx_mr_forbid_binds(mr);
+	if (ret)
+		return ret;
+	srx_mr_retire(mr);
 	return 0;
 }
 
@@ -589,8 +610,8 @@ int srx_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * The MR at @index, referenced, if its key is @key or if @any_key.
  * Context: any, softirq and hard irq included; takes no lock.
  */
-static struct srx_mr *srx_mr_lookup(struct srx_device *sdev, u32 index,
-				    u32 key, bool any_key)
+struct srx_mr *srx_mr_lookup(struct srx_device *sdev, u32 index, u32 key,
+			     bool any_key)
 {
 	struct srx_mr *mr;
 	int tries;
@@ -654,6 +675,8 @@ void srx_mr_release(struct srx_mr *mr)
 {
 	if (mr->fr)
 		read_unlock(&mr->fr->lock);
+	else if (mr->win)
+		read_unlock(&mr->win->lock);
 	srx_mr_put(mr);
 }
 
@@ -664,37 +687,46 @@ static enum srx_acc srx_mr_check(const struct srx_mr *mr, const struct ib_pd *pd
 	return srx_mr_grant_check(&mr->grant, pd, need, iova, len);
 }
 
-/**
- * srx_mr_acquire - look a key up and check one access through it
- * @sdev: the device
- * @key: the lkey or rkey
- * @pd: the PD of the QP the access is for
- * @need: the IB_ACCESS_* rights the access needs (0 for a local read)
- * @iova: first byte
- * @len: bytes; 0 is checked for PD and rights only (mr_check.h)
- * @mrp: the MR, referenced, when the access is allowed
- *
- * A fast-registration MR must be registered (valid) under @key, and
- * stays so until srx_mr_release(), which ends every allowed access.
- *
- * Context: bottom halves off (the engine's locks, the receive softirq).
- * Return: SRX_ACC_OK with *@mrp set, or the fault (nothing held).
+/*
+ * Look a key up and check one access through it. A fast-registration MR
+ * must be registered (valid) under @key, a window bound under it (and
+ * only an rkey, @qpn set, names one), and either stays so until
+ * srx_mr_release(), which ends every allowed access.
  */
-enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
-			    const struct ib_pd *pd, int need, u64 iova, u64 len,
-			    struct srx_mr **mrp)
+static enum srx_acc srx_key_acquire(struct srx_device *sdev, u32 key,
+				    const struct ib_pd *pd, const u32 *qpn,
+				    int need, u64 iova, u64 len,
+				    struct srx_mr **mrp)
 {
+	struct srx_win *win;
 	struct srx_mr *mr;
 	enum srx_acc ret;
 
 	mr = srx_mr_get(sdev, key);
 	if (!mr)
 		return SRX_ACC_KEY;
+	/* Bottom halves are off in every caller (mr.h, srx_frmr). */
 	if (mr->fr) {
-		/* Bottom halves are off in every caller (mr.h, srx_frmr). */
 		read_lock(&mr->fr->lock);
 		if (!mr->fr->valid || mr->key != key) {
 			read_unlock(&mr->fr->lock);
+			srx_mr_put(mr);
+			return SRX_ACC_KEY;
+		}
+	} else if (mr->win) {
+		/*
+		 * A window answers rkeys only, and a type 2 one only the QP
+		 * it is bound to (rxe_lookup_mw() checks the same).
+		 */
+		win = mr->win;
+		if (!qpn) {
+			srx_mr_put(mr);
+			return SRX_ACC_KEY;
+		}
+		read_lock(&win->lock);
+		if (!win->valid || mr->key != key ||
+		    (win->type == IB_MW_TYPE_2 && win->qpn != *qpn)) {
+			read_unlock(&win->lock);
 			srx_mr_put(mr);
 			return SRX_ACC_KEY;
 		}
@@ -706,6 +738,50 @@ enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 	}
 	*mrp = mr;
 	return SRX_ACC_OK;
+}
+
+/**
+ * srx_mr_acquire - look an lkey up and check one access through it
+ * @sdev: the device
+ * @key: the lkey, from the kernel's private WQE copy
+ * @pd: the PD of the QP the access is for
+ * @need: the IB_ACCESS_* rights the access needs (0 for a local read)
+ * @iova: first byte
+ * @len: bytes; 0 is checked for PD and rights only (mr_check.h)
+ * @mrp: the MR, referenced, when the access is allowed
+ *
+ * A window's key is never an lkey (rxe looks lkeys up among MRs
+ * only, rxe_mr.c, lookup_mr()): SRX_ACC_KEY.
+ *
+ * Context: bottom halves off (the engine's locks, the receive softirq).
+ * Return: SRX_ACC_OK with *@mrp set, or the fault (nothing held).
+ */
+enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
+			    const struct ib_pd *pd, int need, u64 iova, u64 len,
+			    struct srx_mr **mrp)
+{
+	return srx_key_acquire(sdev, key, pd, NULL, need, iova, len, mrp);
+}
+
+/**
+ * srx_rkey_acquire - srx_mr_acquire() for an rkey from a packet
+ * @sdev: the device
+ * @key: the rkey: an MR's or a memory window's
+ * @qp: the QP the packet came to, whose PD (and, for a type 2 window,
+ *	whose number) the key must answer
+ * @need: the IB_ACCESS_REMOTE_* rights the access needs
+ * @iova: first byte
+ * @len: bytes
+ * @mrp: the key's entry, for srx_mr_copy() and srx_mr_release()
+ *
+ * Context and return: as srx_mr_acquire().
+ */
+enum srx_acc srx_rkey_acquire(struct srx_device *sdev, u32 key,
+			      const struct ib_qp *qp, int need, u64 iova,
+			      u64 len, struct srx_mr **mrp)
+{
+	return srx_key_acquire(sdev, key, qp->pd, &qp->qp_num, need, iova, len,
+			       mrp);
 }
 
 /*
@@ -762,6 +838,9 @@ void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 	u64 pg;
 	u8 *va;
 
+	/* A window's bytes are its MR's, at the same addresses (mw.c). */
+	if (mr->win)
+		mr = mr->win->target;
 	if (mr->fr) {
 		srx_frmr_copy(mr, iova, buf, len, dir);
 		return;
@@ -809,6 +888,8 @@ bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val)
 	u64 pg;
 	u8 *va;
 
+	if (mr->win)
+		mr = mr->win->target;
 	if (mr->fr) {
 		srx_mr_locate(mr->grant.iova, mr->fr->first_off, mr->fr->shift,
 			      iova, &pg, &off);
@@ -993,19 +1074,20 @@ out_put:
  * srx_mr_invalidate - execute an IB_WR_LOCAL_INV, or a peer's SEND with
  *	Invalidate
  * @sdev: the device
- * @pd: the PD of the QP it came through, which must be the MR's
+ * @qp: the QP it came through, whose PD must be the MR's
  * @key: the key to invalidate: the MR's whole current key
+ * @remote: a SEND with Invalidate (else a LOCAL_INV)
  *
- * Only a fast-registration MR can be invalidated (rxe_invalidate_mr():
- * another type is EINVAL). An invalid one whose key matches stays
+ * Only a fast-registration MR or a type 2 window (mw.c) can be
+ * invalidated (rxe_invalidate_mr(): another type is EINVAL). An invalid one whose key matches stays
  * invalid, as rxe's. When this returns, no access through the key is
  * under way (the lock, mr.h): the consumer may reuse the pages.
  *
  * Context: send_lock or resp_lock held (bottom halves off).
  * Return: 0 or -EINVAL.
  */
-int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
-		      u32 key)
+int srx_mr_invalidate(struct srx_device *sdev, const struct ib_qp *qp,
+		      u32 key, bool remote)
 {
 	struct srx_frmr *fr;
 	struct srx_mr *mr;
@@ -1014,8 +1096,13 @@ int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
 	mr = srx_mr_lookup(sdev, srx_mr_key_index(key), 0, true);
 	if (!mr)
 		return -EINVAL;
+	if (mr->win) {
+		ret = srx_mw_invalidate(sdev, mr, qp, key, remote);
+		srx_mr_put(mr);
+		return ret;
+	}
 	fr = mr->fr;
-	if (fr && mr->grant.pd == pd) {
+	if (fr && mr->grant.pd == qp->pd) {
 		write_lock(&fr->lock);
 		if (mr->key == key) {
 			fr->valid = false;

@@ -48,6 +48,40 @@ struct srx_frmr {
 };
 
 /*
+ * What a memory window's key entry has on top of an MR's (mw.c). A window
+ * is published in mr_xa like an MR, as a struct srx_mr of its own (whose
+ * grant is the window's: its PD, range and rights), so MRs and windows
+ * share one key space and one lookup; the struct ib_mw the core frees
+ * right after dealloc_mw only points at it (struct srx_mw).
+ *
+ * @lock guards @valid, @qpn, @target and the entry's key and grant
+ * against the data path exactly as a fast-registration MR's (struct
+ * srx_frmr): an access through the window holds it for reading from its
+ * key check to the end of its copy; bind, invalidation and dealloc hold
+ * it for writing, inside sdev->mw_lock. While @valid, @target is a user
+ * MR of the window's PD that cannot go: its deregistration is refused
+ * while it counts bound windows (mw_binds), so the window needs no
+ * reference on it.
+ */
+struct srx_win {
+	rwlock_t lock;
+	bool valid;		/* bound, not invalidated or unbound since */
+	u8 type;		/* IB_MW_TYPE_1 or IB_MW_TYPE_2 */
+	u32 qpn;		/* type 2: the only QP the window answers */
+	struct srx_mr *target;	/* the MR bound to, while valid */
+};
+
+struct srx_mw {
+	struct ib_mw base_mw;
+	struct srx_mr *entry;	/* the window's key entry in mr_xa */
+};
+
+static inline struct srx_mw *to_srx_mw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct srx_mw, base_mw);
+}
+
+/*
  * A memory region. Its lkey and rkey are the same: the index in the
  * device's mr_xa in bits 31..8 and a random key byte in bits 7..0, drawn at
  * every registration (mr.c). Random rather than rolling: a peer must not
@@ -85,6 +119,14 @@ struct srx_mr {
 	u64 npages;
 	u32 first_off;
 	struct srx_frmr *fr;		/* fast registration; else NULL */
+	struct srx_win *win;		/* a window's key entry; else NULL */
+	/*
+	 * Windows bound to this MR, and whether its deregistration (or a
+	 * rereg replacing it) has begun, after which none may bind: both
+	 * under sdev->mw_lock (mw.c).
+	 */
+	u32 mw_binds;
+	bool unbindable;
 
 	/*
 	 * One reference for the registration, dropped by deregistration,
@@ -116,11 +158,30 @@ struct ib_mr *srx_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int srx_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		  unsigned int *sg_offset);
 
+/* mr.c, for mw.c: a key entry's life */
+struct srx_mr *srx_mr_alloc(struct srx_device *sdev, struct ib_pd *pd,
+			    int access, const struct srx_mr *replaces);
+void srx_mr_unreserve(struct srx_mr *mr);
+int srx_mr_publish(struct srx_mr *mr);
+void srx_mr_retire(struct srx_mr *mr);
+struct srx_mr *srx_mr_lookup(struct srx_device *sdev, u32 index, u32 key,
+			     bool any_key);
+
+/* mw.c */
+int srx_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int srx_dealloc_mw(struct ib_mw *ibmw);
+int srx_mr_forbid_binds(struct srx_mr *mr);
+void srx_mr_allow_binds(struct srx_mr *mr);
+
 /* Local operations of the send queue (req.c), and remote invalidation. */
 int srx_mr_reg_fast(struct srx_device *sdev, const struct ib_pd *pd, u32 key,
 		    int access);
-int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
-		      u32 key);
+int srx_mr_invalidate(struct srx_device *sdev, const struct ib_qp *qp,
+		      u32 key, bool remote);
+int srx_mw_bind(struct srx_device *sdev, const struct ib_qp *qp,
+		const struct srx_bind_wr *b);
+int srx_mw_invalidate(struct srx_device *sdev, struct srx_mr *entry,
+		      const struct ib_qp *qp, u32 key, bool remote);
 
 /*
  * Memory-key access on the data path (mr.c). The contract for callers, on
@@ -137,8 +198,8 @@ int srx_mr_invalidate(struct srx_device *sdev, const struct ib_pd *pd,
  *    num_sge already validated; srx_sge_copy() looks each lkey up itself.
  *  - A zero-length RDMA READ or WRITE is not looked up at all (mr_check.h).
  * All of it runs with bottom halves off, the receive softirq included: no
- * sleep, no allocation, and no lock but a fast-registration MR's, held
- * for reading (struct srx_frmr).
+ * sleep, no allocation, and no lock but a fast-registration MR's or a
+ * window's, held for reading (struct srx_frmr, struct srx_win).
  */
 
 /* Which way a copy goes: into the MR's memory, or out of it. */
@@ -154,6 +215,9 @@ void srx_mr_release(struct srx_mr *mr);
 enum srx_acc srx_mr_acquire(struct srx_device *sdev, u32 key,
 			    const struct ib_pd *pd, int need, u64 iova, u64 len,
 			    struct srx_mr **mrp);
+enum srx_acc srx_rkey_acquire(struct srx_device *sdev, u32 key,
+			      const struct ib_qp *qp, int need, u64 iova,
+			      u64 len, struct srx_mr **mrp);
 void srx_mr_copy(struct srx_mr *mr, u64 iova, void *buf, u64 len,
 		 enum srx_copy_dir dir);
 bool srx_mr_store_u64(struct srx_mr *mr, u64 iova, u64 val);

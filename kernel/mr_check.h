@@ -17,6 +17,7 @@
 #ifndef SRX_MR_CHECK_H
 #define SRX_MR_CHECK_H
 
+#include <rdma/ib_user_ioctl_verbs.h>	/* IB_UVERBS_ACCESS_* == IB_ACCESS_* */
 #include <rdma/srx-abi.h>
 
 /*
@@ -103,6 +104,54 @@ static inline enum srx_acc srx_mr_grant_check(const struct srx_mr_grant *g,
 	if (off > g->length || len > g->length - off)
 		return SRX_ACC_BOUNDS;
 	return SRX_ACC_OK;
+}
+
+/*
+ * A bind of a memory window (IB_WR_BIND_MW), as the requester executes it
+ * from its private WQE copy (wqe.h): the window by its key's index, its
+ * new key, the MR by its whole lkey, and the window's range and rights.
+ */
+struct srx_bind_wr {
+	u64 addr;
+	u64 length;
+	u32 mw_rkey;
+	u32 rkey;
+	u32 mr_lkey;
+	u32 access;
+};
+
+/*
+ * What a window may grant: remote rights, and local write, which
+ * ibv_bind_mw(3) callers pass along (rdma-core's tests do) and which
+ * means nothing through a window. Zero-based windows are not offered.
+ */
+#define SRX_MW_ACCESS	(IB_UVERBS_ACCESS_LOCAL_WRITE | \
+			 IB_UVERBS_ACCESS_REMOTE_WRITE | \
+			 IB_UVERBS_ACCESS_REMOTE_READ | \
+			 IB_UVERBS_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * May a window of @pd bind to [addr, addr + length) of the MR granting
+ * @mr, with the bind's rights? As IBTA 1.4 and rdma_rxe (rxe_mw.c,
+ * rxe_check_bind_mw()): the MR is in the window's (and the QP's) PD
+ * (C10-72) and grants MW_BIND (C10-73); a window that lets the peer write
+ * needs an MR the consumer let be written (local write, C10-74); the
+ * range lies inside the MR (C10-75). A zero length names no byte: only a
+ * type 1 window's unbind has one, and it does not reach the MR.
+ */
+static inline int srx_mw_bind_ok(const struct srx_mr_grant *mr,
+				 const void *pd, const struct srx_bind_wr *b)
+{
+	if (b->access & ~SRX_MW_ACCESS)
+		return 0;
+	if (srx_mr_grant_check(mr, pd, IB_UVERBS_ACCESS_MW_BIND, b->addr,
+			       b->length) != SRX_ACC_OK)
+		return 0;
+	if ((b->access & (IB_UVERBS_ACCESS_REMOTE_WRITE |
+			  IB_UVERBS_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & IB_UVERBS_ACCESS_LOCAL_WRITE))
+		return 0;
+	return 1;
 }
 
 /*

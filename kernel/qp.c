@@ -124,6 +124,9 @@ static int srx_wq_alloc(struct srx_wq *wq, struct srx_qp *qp,
 	 */
 	if (uctx)
 		wq->lim.send_ops &= ~BIT_ULL(SRX_WR_REG_MR);
+	/* Windows are for processes: the kernel has no ib_alloc_mw(). */
+	else
+		wq->lim.send_ops &= ~BIT_ULL(SRX_WR_BIND_MW);
 	return 0;
 
 err_free_ring:
@@ -1302,11 +1305,11 @@ static int srx_post_one_send(struct srx_qp *qp, const struct ib_send_wr *wr)
 	 * An opcode the device does not report: EINVAL (ibv_post_send(3)).
 	 * ATOMIC WRITE is reported for libsrx's wr_atomic_write(), which
 	 * gives the value; 6.12's ib_send_wr has no field of its own for it,
-	 * and no kernel user posts it.
+	 * and no kernel user posts it. BIND_MW is for processes' windows.
 	 */
 	if (wr->num_sge > wq->max_sge ||
 	    !srx_send_opcode_ok(qp->sdev, qp->base_qp.qp_type, wr->opcode) ||
-	    wr->opcode == SRX_WR_ATOMIC_WRITE)
+	    wr->opcode == SRX_WR_ATOMIC_WRITE || wr->opcode == IB_WR_BIND_MW)
 		return -EINVAL;
 	/*
 	 * Inline data is the payload of an outgoing message: SEND and RDMA

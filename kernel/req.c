@@ -441,9 +441,9 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
 }
 
 /*
- * Execute a local operation (REG_MR, LOCAL_INV) the requester reached,
- * once every WQE before it has completed. A LOCAL_INV must wait: a READ
- * response may still have to land in the MR, and a retransmission
+ * Execute a local operation (REG_MR, LOCAL_INV, BIND_MW) the requester
+ * reached, once every WQE before it has completed. A LOCAL_INV must
+ * wait: a READ response may still have to land in the MR, and a retransmission
  * gathers again through the lkey (packets are rebuilt from the WQE). A
  * REG_MR could go at once (it acts on an invalid MR only), but executed
  * ahead of WQEs still outstanding it would sit between them in the
@@ -453,7 +453,8 @@ static bool srx_req_start(struct srx_qp *qp, struct srx_swqe *e)
  * Sending nothing, it completes at once, in order (srx_comp_retire()).
  * rxe executes them in the requester too, waiting only for a fence
  * (rxe_req.c, rxe_do_local_ops()), with IB_WC_LOC_QP_OP_ERR for one
- * that fails. UC never waits here: its WQEs complete as they are sent.
+ * that fails (IB_WC_MW_BIND_ERR for a bind). UC never waits here: its
+ * WQEs complete as they are sent.
  * Return: true if it executed and the requester may go on.
  * Context: send_lock held.
  */
@@ -471,14 +472,22 @@ static bool srx_req_local(struct srx_qp *qp, struct srx_swqe *e)
 		srx_req_fail(qp, e, srx_wqe_wc_status(e->result));
 		return false;
 	}
-	if (e->opcode == SRX_WR_REG_MR)
-		ret = srx_mr_reg_fast(qp->sdev, qp->base_qp.pd, e->wr.reg.key,
-				      e->wr.reg.access);
-	else
-		ret = srx_mr_invalidate(qp->sdev, qp->base_qp.pd, e->ex);
-	if (ret) {
-		srx_req_fail(qp, e, IB_WC_LOC_QP_OP_ERR);
-		return false;
+	if (e->opcode == SRX_WR_BIND_MW) {
+		if (srx_mw_bind(qp->sdev, &qp->base_qp, &e->wr.bind)) {
+			srx_req_fail(qp, e, IB_WC_MW_BIND_ERR);
+			return false;
+		}
+	} else {
+		if (e->opcode == SRX_WR_REG_MR)
+			ret = srx_mr_reg_fast(qp->sdev, qp->base_qp.pd,
+					      e->wr.reg.key, e->wr.reg.access);
+		else
+			ret = srx_mr_invalidate(qp->sdev, &qp->base_qp, e->ex,
+						false);
+		if (ret) {
+			srx_req_fail(qp, e, IB_WC_LOC_QP_OP_ERR);
+			return false;
+		}
 	}
 	e->eng.state = SRX_SWQE_DONE;
 	qp->req.cur++;

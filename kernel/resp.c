@@ -229,9 +229,10 @@ static enum srx_resp_result srx_resp_send(struct srx_qp *qp,
 		 * NAKs, so the sender learns it now rather than by retries.
 		 */
 		if ((flags & SRX_ROCE_F_INV) &&
-		    srx_mr_invalidate(qp->sdev, qp->base_qp.pd,
+		    srx_mr_invalidate(qp->sdev, &qp->base_qp,
 				      srx_ieth_rkey(srx_roce_pkt_hdr(pkt, buf,
-							SRX_ROCE_IETH)))) {
+							SRX_ROCE_IETH)),
+				      true)) {
 			srx_resp_complete(qp, IB_WC_REM_INV_REQ_ERR,
 					  IB_WC_RECV, 0, pkt, buf);
 			return SRX_RESP_NAK_INV;
@@ -266,10 +267,10 @@ static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
 		resp->resid = resp->wlen;
 		/* The whole range, once; each packet's part again below. */
 		if (resp->wlen) {
-			acc = srx_mr_acquire(qp->sdev, resp->rkey,
-					     qp->base_qp.pd,
-					     IB_ACCESS_REMOTE_WRITE, resp->va,
-					     resp->wlen, &mr);
+			acc = srx_rkey_acquire(qp->sdev, resp->rkey,
+					       &qp->base_qp,
+					       IB_ACCESS_REMOTE_WRITE,
+					       resp->va, resp->wlen, &mr);
 			if (acc != SRX_ACC_OK)
 				return SRX_RESP_NAK_ACCESS;
 			srx_mr_release(mr);
@@ -283,8 +284,9 @@ static enum srx_resp_result srx_resp_write(struct srx_qp *qp,
 	if ((flags & SRX_ROCE_F_IMM) && !(e = srx_resp_rwqe(qp)))
 		return SRX_RESP_RNR;
 	if (len) {
-		acc = srx_mr_acquire(qp->sdev, resp->rkey, qp->base_qp.pd,
-				     IB_ACCESS_REMOTE_WRITE, resp->va, len, &mr);
+		acc = srx_rkey_acquire(qp->sdev, resp->rkey, &qp->base_qp,
+				       IB_ACCESS_REMOTE_WRITE, resp->va, len,
+				       &mr);
 		if (acc != SRX_ACC_OK)
 			return SRX_RESP_NAK_ACCESS;
 		srx_mr_copy(mr, resp->va, (void *)(buf + pkt->payload_off),
@@ -365,9 +367,9 @@ static bool srx_resp_read_pkt(struct srx_qp *qp, const struct srx_res *r,
 	if (!skb)
 		return true;	/* lost: the requester asks again */
 	if (len) {
-		acc = srx_mr_acquire(qp->sdev, r->rkey, qp->base_qp.pd,
-				     IB_ACCESS_REMOTE_READ, r->va + off, len,
-				     &mr);
+		acc = srx_rkey_acquire(qp->sdev, r->rkey, &qp->base_qp,
+				       IB_ACCESS_REMOTE_READ, r->va + off, len,
+				       &mr);
 		if (acc != SRX_ACC_OK) {
 			kfree_skb(skb);
 			return false;
@@ -440,8 +442,8 @@ static enum srx_resp_result srx_resp_read(struct srx_qp *qp,
 	    len > SRX_MAX_MSG_SIZE)
 		return SRX_RESP_NAK_INV;
 	if (len) {
-		acc = srx_mr_acquire(qp->sdev, rkey, qp->base_qp.pd,
-				     IB_ACCESS_REMOTE_READ, va, len, &mr);
+		acc = srx_rkey_acquire(qp->sdev, rkey, &qp->base_qp,
+				       IB_ACCESS_REMOTE_READ, va, len, &mr);
 		if (acc != SRX_ACC_OK)
 			return SRX_RESP_NAK_ACCESS;
 		srx_mr_release(mr);
@@ -478,8 +480,8 @@ static enum srx_resp_result srx_resp_atomic(struct srx_qp *qp,
 	/* An atomic's target is 8-byte aligned ([IBTA] 9.4.5). */
 	if (va & 7)
 		return SRX_RESP_NAK_INV;
-	acc = srx_mr_acquire(qp->sdev, srx_atmeth_rkey(atm), qp->base_qp.pd,
-			     IB_ACCESS_REMOTE_ATOMIC, va, sizeof(orig), &mr);
+	acc = srx_rkey_acquire(qp->sdev, srx_atmeth_rkey(atm), &qp->base_qp,
+			       IB_ACCESS_REMOTE_ATOMIC, va, sizeof(orig), &mr);
 	if (acc != SRX_ACC_OK)
 		return SRX_RESP_NAK_ACCESS;
 
@@ -532,8 +534,8 @@ static enum srx_resp_result srx_resp_atomic_write(struct srx_qp *qp,
 	if (!(resp->access & IB_ACCESS_REMOTE_WRITE) || !resp->res ||
 	    srx_reth_len(reth) != SRX_ROCE_ATOMIC_WRITE_BYTES || (va & 7))
 		return SRX_RESP_NAK_INV;
-	acc = srx_mr_acquire(qp->sdev, srx_reth_rkey(reth), qp->base_qp.pd,
-			     IB_ACCESS_REMOTE_WRITE, va, sizeof(val), &mr);
+	acc = srx_rkey_acquire(qp->sdev, srx_reth_rkey(reth), &qp->base_qp,
+			       IB_ACCESS_REMOTE_WRITE, va, sizeof(val), &mr);
 	if (acc != SRX_ACC_OK)
 		return SRX_RESP_NAK_ACCESS;
 	/* The parser checked the payload is 8 bytes; bytes as they came. */

@@ -68,6 +68,7 @@
  * fast registration, posted by kernel consumers only, never by libsrx.
  */
 #define SRX_WR_REG_MR		0x20
+#define SRX_WR_BIND_MW		IB_UVERBS_WR_BIND_MW
 
 /* Why a WQE is invalid; SRX_WQE_OK (0) when it is not. */
 enum srx_wqe_result {
@@ -166,6 +167,7 @@ struct srx_swqe {
 			u32 key;
 			u32 access;
 		} reg;
+		struct srx_bind_wr bind;
 	} wr;
 	struct srx_swqe_engine eng;
 	/* num_sge SGEs, or inline_len bytes of inline data */
@@ -248,7 +250,8 @@ static inline int srx_wqe_opcode_is_rd_atomic(u32 opcode)
  */
 static inline int srx_wqe_opcode_is_local(u32 opcode)
 {
-	return opcode == IB_UVERBS_WR_LOCAL_INV || opcode == SRX_WR_REG_MR;
+	return opcode == IB_UVERBS_WR_LOCAL_INV || opcode == SRX_WR_REG_MR ||
+	       opcode == SRX_WR_BIND_MW;
 }
 
 static inline int srx_wqe_opcode_is_rdma(u32 opcode)
@@ -387,6 +390,13 @@ static inline u8 srx_swqe_copy(struct srx_swqe *e, const void *slot,
 	} else if (h.opcode == SRX_WR_REG_MR) {
 		e->wr.reg.key = h.wr.reg.key;
 		e->wr.reg.access = h.wr.reg.access;
+	} else if (h.opcode == SRX_WR_BIND_MW) {
+		e->wr.bind.addr = h.wr.bind.addr;
+		e->wr.bind.length = h.wr.bind.length;
+		e->wr.bind.mw_rkey = h.wr.bind.mw_rkey;
+		e->wr.bind.rkey = h.wr.bind.rkey;
+		e->wr.bind.mr_lkey = h.wr.bind.mr_lkey;
+		e->wr.bind.access = h.wr.bind.access;
 	}
 
 	if (h.send_flags & SRX_SEND_INLINE) {

@@ -63,12 +63,6 @@ declare -A known_skips=(
 	# any other type with EOPNOTSUPP (probe_raw asks it as root, the way
 	# the tests do).
 	['^test_qp\.QPTest\.test_(create|query)_raw_qp']='raw|Create Raw Packet QP (with|without)( extended)? attrs is not supported'
-	# Memory windows: srx reports no IBV_DEVICE_MEM_WINDOW; srx.ko
-	# refuses an MR with IBV_ACCESS_MW_BIND, and libsrx has no alloc_mw
-	# op, both with EOPNOTSUPP (probe_mw).
-	['^test_mr\.MWTest\.test_(mw_type|invalidate_mw_type)']='mw|Reg MR with MW access is not supported'
-	['^test_mr\.MWTest\.test_reg_mw_wrong_type$']='mw|Create memory window of type 3 is not supported'
-	['^test_qpex\.QpExTestCase\.test_qp_ex_rc_bind_mw$']='mw|Create custom mr with additional access flags .* is not supported'
 	# XRC: srx reports no IBV_DEVICE_XRC and ibv_open_xrcd() fails with
 	# EOPNOTSUPP (libsrx sets no open_xrcd op; probe_xrc).
 	['^test_(atomic\.AtomicTest\.test_xrc_|qpex\.QpExTestCase\.test_qp_ex_xrc_)']='xrc|Create XRCD is not supported'
@@ -241,29 +235,6 @@ def probe_xrc():
     return absent and not has_xrc, f'IBV_DEVICE_XRC={int(has_xrc)}; {what}'
 
 
-def probe_mw():
-    """Memory windows are absent when the device reports none of
-    IBV_DEVICE_MEM_WINDOW(_TYPE_2A/2B), and both ibv_reg_mr() with
-    IBV_ACCESS_MW_BIND and ibv_alloc_mw() fail with EOPNOTSUPP."""
-    import pyverbs.device as d
-    import pyverbs.enums as e
-    from pyverbs.mr import MR, MW
-    from pyverbs.pd import PD
-    # IBV_DEVICE_MEM_WINDOW, _TYPE_2A, _TYPE_2B (infiniband/verbs.h)
-    mw_caps = 1 << 17 | 1 << 23 | 1 << 24
-    with d.Context(name=dev) as ctx:
-        flags = ctx.query_device().device_cap_flags
-        with PD(ctx) as pd:
-            reg = eopnotsupp('ibv_reg_mr(MW_BIND)', lambda: MR(
-                pd, 4096, e.IBV_ACCESS_LOCAL_WRITE |
-                e.IBV_ACCESS_MW_BIND).close())
-            alloc = eopnotsupp('ibv_alloc_mw(TYPE_2)', lambda: MW(
-                pd, e.IBV_MW_TYPE_2).close())
-    caps = int(flags & mw_caps)
-    return (reg[0] and alloc[0] and not caps,
-            f'MEM_WINDOW caps={caps:#x}; {reg[1]}; {alloc[1]}')
-
-
 def probe_dmabuf():
     """dma-buf MRs are absent when ibv_reg_dmabuf_mr() fails with
     EOPNOTSUPP. pyverbs only calls it with a dma-buf it allocated from a
@@ -318,9 +289,7 @@ def probe_dmabuf():
 
 
 for name, probe in (('dm', probe_dm), ('raw', probe_raw),
-                    ('xrc', probe_xrc),
-                    ('mw', probe_mw),
-                    ('dmabuf', probe_dmabuf)):
+                    ('xrc', probe_xrc), ('dmabuf', probe_dmabuf)):
     try:
         absent, what = probe()
     except Exception as ex:

@@ -1674,8 +1674,8 @@ static struct ibv_qp *qp_create_ex(FIXTURE_DATA(qp) *self,
  * ibv_create_qp_ex() takes send_ops_flags naming operations the QP type
  * has, and create_flags 0; anything else fails with EOPNOTSUPP on srx, as
  * rdma-core's providers answer (rxe's check_qp_init_attr(), v44). On srx
- * that includes operations it does not have yet (BIND_MW) and every
- * create flag. ATOMIC_WRITE is RC's
+ * that includes BIND_MW on UD (windows are bound on connected QPs) and
+ * every create flag. ATOMIC_WRITE is RC's
  * alone, and there only where device_cap_flags_ex reports it (srx does).
  */
 TEST_F(qp, wr_api_create)
@@ -1693,7 +1693,7 @@ TEST_F(qp, wr_api_create)
 		  1ull << 40, false },
 		{ "READ on UC or UD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
 		  IBV_QP_EX_WITH_RDMA_READ, false },
-		{ "BIND_MW", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+		{ "BIND_MW on UD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
 		  IBV_QP_EX_WITH_BIND_MW, true },
 		{ "ATOMIC_WRITE on UC or UD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		  0, IBV_QP_EX_WITH_ATOMIC_WRITE, true },
@@ -1710,6 +1710,9 @@ TEST_F(qp, wr_api_create)
 		if ((refused[i].ops == IBV_QP_EX_WITH_RDMA_READ ||
 		     refused[i].ops == IBV_QP_EX_WITH_ATOMIC_WRITE) &&
 		    variant->type == IBV_QPT_RC)
+			continue;
+		if (refused[i].ops == IBV_QP_EX_WITH_BIND_MW &&
+		    variant->type != IBV_QPT_UD)
 			continue;
 		if (refused[i].srx_only && !srx_test_is_srx())
 			continue;
@@ -1762,6 +1765,16 @@ TEST_F(qp, wr_api_create)
 	}
 	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		EXPECT_NE(NULL, ex->wr_atomic_write);
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+
+	/* Memory windows: BIND_MW on the connected types (srx(7)). */
+	if (variant->type == IBV_QPT_UD || !srx_test_is_srx())
+		return;
+	qp = qp_create_ex(self, variant->type,
+			  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, 0,
+			  ops | IBV_QP_EX_WITH_BIND_MW, 16);
+	ASSERT_NE(NULL, qp) TH_LOG("BIND_MW: %s", strerror(errno));
+	EXPECT_NE(NULL, ibv_qp_to_qp_ex(qp)->wr_bind_mw);
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 

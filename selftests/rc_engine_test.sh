@@ -135,6 +135,12 @@ if topo_up srx-self && gids; then
 		errcase rereg
 	ok "srx-self: a QP failed, reset and connected again carries SENDs" \
 		errcase reset_reuse
+	ok "srx-self: a type 1 window: WRITE and READ through it alone, MR busy, unbound" \
+		errcase mw_type1 rcvd_nak
+	ok "srx-self: type 2 windows: one QP's, LOCAL_INV, SEND_WITH_INV, ibv_wr_bind_mw" \
+		errcase mw_type2 rcvd_nak
+	ok "srx-self: window binds refused: MW_BIND_ERR; type 3; LOCAL_INV of type 1" \
+		errcase mw_errors
 	ok "srx-self: RDMA WRITE 64 KiB x 200, ibv_post_send()" \
 		perf ib_write_bw a b -s 65536 -n 200 --use_old_post_send
 else
@@ -164,6 +170,12 @@ if topo_up srx-srx && gids; then
 		errcase read_then_nak_mid rcvd_nak
 	ok "srx-srx: ibv_rereg_mr under WRITEs, the key kept; refused; new memory; new PD" \
 		errcase rereg
+	ok "srx-srx: a type 1 window: WRITE and READ through it alone, MR busy, unbound" \
+		errcase mw_type1 rcvd_nak
+	ok "srx-srx: type 2 windows: one QP's, LOCAL_INV, SEND_WITH_INV, ibv_wr_bind_mw" \
+		errcase mw_type2 rcvd_nak
+	ok "srx-srx: window binds refused: MW_BIND_ERR; type 3; LOCAL_INV of type 1" \
+		errcase mw_errors
 	# b's egress drops everything while the case says so (its ACKs).
 	egress_drops b
 	ok "srx-srx: timeout 0, the last ACK lost: the next post goes out and completes both" \
@@ -229,6 +241,11 @@ if topo_up srx-rxe && gids; then
 	ok "srx to rxe: one ibv_wr_* batch of every operation" errcase wr_batch
 	ok "srx to rxe: a READ, then at once a WRITE NAKed: the READ's bytes, then REM_ACCESS_ERR" \
 		errcase read_then_nak rcvd_nak
+	# rxe's windows, b's here, by the cases srx's pass (README's table).
+	ok "srx to rxe: a type 1 window on rxe: WRITE and READ through it alone, MR busy, unbound" \
+		errcase mw_type1 rcvd_nak
+	ok "srx to rxe: type 2 windows on rxe: one QP's, LOCAL_INV, SEND_WITH_INV, ibv_wr_bind_mw" \
+		errcase mw_type2 rcvd_nak
 	# rxe completes a READ or ATOMIC on a plain ACK at its PSN: srx must
 	# not send one when it acknowledges a duplicate again.
 	egress_drops a

@@ -74,7 +74,7 @@
  *   rereg          a thread of b re-registers an MR (ibv_rereg_mr) over
  *                  and over while a's 128 WRITEs of 8 KiB land in it:
  *                  all complete, the bytes land, the key stays; a rereg
- *                  refused (PROT_NONE memory: EFAULT; MW_BIND:
+ *                  refused (PROT_NONE memory: EFAULT; ZERO_BASED:
  *                  EOPNOTSUPP) leaves the MR working; CHANGE_TRANSLATION
  *                  moves the key's WRITEs to the new buffer, the old one
  *                  untouched; a read-only MR made writable takes WRITEs;
@@ -84,6 +84,23 @@
  *                  RESET and connect again on the same PSNs, as
  *                  rdma-core's test_mr.py restates its QPs: 10 SENDs
  *                  then complete on both sides
+ *   mw_type1       a type 1 window on b (ibv_bind_mw()): its key moves
+ *                  on, a's WRITE and READ through it reach its page of
+ *                  the MR alone; dereg_mr of the MR is refused (srx
+ *                  EBUSY, rxe EINVAL); outside the window REM_ACCESS_ERR
+ *                  (srx b only: rxe checks the MR's range); unbound
+ *                  (length 0), its key REM_ACCESS_ERR
+ *   mw_type2       a type 2 window bound by b's BIND_MW: a's WRITE lands;
+ *                  after b's LOCAL_INV REM_ACCESS_ERR; bound again, it
+ *                  answers its QP alone (another of b's PD:
+ *                  REM_ACCESS_ERR); a's SEND_WITH_INV: b's receive has
+ *                  WITH_INV and the key, which is refused after; once
+ *                  more with ibv_wr_bind_mw() and ibv_wr_local_inv()
+ *   mw_errors      MW_BIND_ERR for a bound type 2 window, length 0, an
+ *                  MR without MW_BIND, REMOTE_WRITE over an MR without
+ *                  LOCAL_WRITE, past the MR's end; alloc_mw type 3:
+ *                  EINVAL; LOCAL_INV of a type 1 window: LOC_QP_OP_ERR,
+ *                  the window still works
  *   post_stress    4 threads post 20000 RDMA WRITEs to one QP while a
  *                  fifth polls: every one completes, none is left unsent
  *                  however the send engine goes idle and wakes (the
@@ -1339,22 +1356,32 @@ static bool t_reset_reuse(struct pair *p)
 
 #define REREG_LEN	(128 * 1024)
 
-/* a WRITEs @n bytes of sa.buf (from @off) to @raddr with @rkey: @st. */
+/*
+ * a WRITEs (or READs, @op) @n bytes of sa.buf from @off to (from) b's
+ * @raddr with @rkey: @st.
+ */
+static bool a_rdma(struct pair *p, enum ibv_wr_opcode op, uint32_t off,
+		   uint32_t n, uint64_t raddr, uint32_t rkey, uint64_t wr_id,
+		   enum ibv_wc_status st)
+{
+	const char *what = op == IBV_WR_RDMA_READ ? "READ" : "WRITE";
+	struct ibv_wc wc;
+
+	CHECK(!post_send(p->a, op, sa.buf + off, n, sa.mr->lkey, raddr, rkey,
+			 wr_id), "post %s %llu", what, (unsigned long long)wr_id);
+	CHECK(wait_wc(&sa, p->a, &wc, 5000), "%s %llu: no completion", what,
+	      (unsigned long long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "%s %llu: %s, wanted %s",
+	      what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(st));
+	return true;
+}
+
 static bool rereg_write(struct pair *p, uint32_t off, uint32_t n,
 			uint64_t raddr, uint32_t rkey, uint64_t wr_id,
 			enum ibv_wc_status st)
 {
-	struct ibv_wc wc;
-
-	CHECK(!post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf + off, n, sa.mr->lkey,
-			 raddr, rkey, wr_id), "post %llu",
-	      (unsigned long long)wr_id);
-	CHECK(wait_wc(&sa, p->a, &wc, 5000), "WRITE %llu: no completion",
-	      (unsigned long long)wr_id);
-	CHECK(wc.wr_id == wr_id && wc.status == st, "WRITE %llu: %s, wanted %s",
-	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
-	      ibv_wc_status_str(st));
-	return true;
+	return a_rdma(p, IBV_WR_RDMA_WRITE, off, n, raddr, rkey, wr_id, st);
 }
 
 struct rereg_thread {
@@ -1450,9 +1477,9 @@ static bool rereg_run(struct pair *p, uint8_t *old_buf, uint8_t *new_buf,
 	      "rereg onto PROT_NONE: %d (%s)", r, strerror(errno));
 	errno = 0;
 	r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			 access | IBV_ACCESS_MW_BIND);
+			 access | IBV_ACCESS_ZERO_BASED);
 	CHECK(r == IBV_REREG_MR_ERR_CMD && errno == EOPNOTSUPP,
-	      "rereg with MW_BIND: %d (%s)", r, strerror(errno));
+	      "rereg with ZERO_BASED: %d (%s)", r, strerror(errno));
 	memset(old_buf, 0, 64);
 	if (!rereg_write(p, 0, 64, (uintptr_t)old_buf, key, 200,
 			 IBV_WC_SUCCESS))
@@ -1600,6 +1627,559 @@ static bool t_query_psn(struct pair *p)
 	return true;
 }
 
+/*
+ * Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3)) live on b, the
+ * responder, over an MR of their own in the upper half of b's buffer (b's
+ * main MR grants no MW_BIND); a accesses them. The window is the MR's
+ * second page, at its address in the MR (windows are not zero-based).
+ */
+#define MW_MR_OFF	(128 * 1024)	/* the window MR, in sb.buf */
+#define MW_MR_LEN	(64 * 1024)
+#define MW_OFF		4096		/* the window, in that MR */
+#define MW_LEN		4096
+#define MW_MR_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND)
+#define MW_ACCESS	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+/* What a window case made on b; mw_cleanup() undoes it, windows first. */
+struct mw_objs {
+	struct ibv_mr *mr, *mr2;
+	struct ibv_mw *mw[3];
+};
+
+static bool mw_cleanup(struct mw_objs *o)
+{
+	struct ibv_mr *mr;
+	bool ok = true;
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		ret = o->mw[i] ? ibv_dealloc_mw(o->mw[i]) : 0;
+		if (ret) {
+			printf("# dealloc_mw %d: %s\n", i, strerror(ret));
+			ok = false;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		mr = i ? o->mr2 : o->mr;
+		ret = mr ? ibv_dereg_mr(mr) : 0;
+		if (ret) {
+			printf("# dereg_mr %d after the windows: %s\n", i,
+			       strerror(ret));
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* Whether b is srx (node_desc "srx"; rdma_rxe's is "rxe"). */
+static bool b_is_srx(void)
+{
+	char path[IBV_SYSFS_PATH_MAX + 16], desc[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/node_desc",
+		 sb.ctx->device->ibdev_path);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(desc, sizeof(desc), f))
+			desc[0] = '\0';
+		fclose(f);
+	}
+	return !strncmp(desc, "srx", 3);
+}
+
+static uint64_t mw_addr(uint32_t off)
+{
+	return (uintptr_t)sb.buf + MW_MR_OFF + off;
+}
+
+static struct ibv_mw_bind_info mw_info(struct ibv_mr *mr, uint32_t off,
+				       uint64_t len, unsigned int access)
+{
+	return (struct ibv_mw_bind_info){ .mr = mr, .addr = mw_addr(off),
+					  .length = len,
+					  .mw_access_flags = access };
+}
+
+/* The window MR's bytes 0x11 again; a's first page a pattern. */
+static void mw_fill(void)
+{
+	uint32_t i;
+
+	memset(sb.buf + MW_MR_OFF, 0x11, MW_MR_LEN);
+	for (i = 0; i < MW_LEN; i++)
+		sa.buf[i] = (uint8_t)(i * 13 + 7);
+}
+
+/* The window MR holds a's pattern in [@off, @off + @n), 0x11 elsewhere. */
+static bool mw_bytes(uint32_t off, uint32_t n)
+{
+	const uint8_t *m = sb.buf + MW_MR_OFF;
+	uint32_t i;
+	uint8_t want;
+
+	for (i = 0; i < MW_MR_LEN; i++) {
+		want = i >= off && i - off < n ? sa.buf[i - off] : 0x11;
+		CHECK(m[i] == want, "b's MR at %u: %#x, wanted %#x", i, m[i],
+		      want);
+	}
+	return true;
+}
+
+/* b's window MR with @access, filled (mw_fill()). */
+static bool mw_setup(struct mw_objs *o, int access)
+{
+	mw_fill();
+	o->mr = ibv_reg_mr(sb.pd, sb.buf + MW_MR_OFF, MW_MR_LEN, access);
+	CHECK(o->mr, "reg_mr(%#x): %s", access, strerror(errno));
+	return true;
+}
+
+static bool pair_again(struct pair *p)
+{
+	pair_down(p);
+	return pair_up(p, &conn_default, &conn_default);
+}
+
+/* @qp's next completion on @s's CQ: @wr_id with @st (and @op, if success). */
+static bool qp_status(struct side *s, struct ibv_qp *qp, uint64_t wr_id,
+		      enum ibv_wc_status st, enum ibv_wc_opcode op)
+{
+	struct ibv_wc wc;
+
+	if (st == IBV_WC_SUCCESS)
+		return qp_done(s, qp, 5000, wr_id, op);
+	CHECK(wait_wc(s, qp, &wc, 5000), "wr_id %llu: no completion",
+	      (unsigned long long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "wr_id %llu: %s, wanted %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(st));
+	return true;
+}
+
+/* ibv_bind_mw() of type 1 window @mw on b's QP: b's completion is @st. */
+static bool bind1(struct pair *p, struct ibv_mw *mw,
+		  struct ibv_mw_bind_info info, uint64_t wr_id,
+		  enum ibv_wc_status st)
+{
+	struct ibv_mw_bind bind = { .wr_id = wr_id, .bind_info = info,
+				    .send_flags = IBV_SEND_SIGNALED };
+	int ret;
+
+	ret = ibv_bind_mw(p->b, mw, &bind);
+	CHECK(!ret, "ibv_bind_mw: %s", strerror(ret));
+	return qp_status(&sb, p->b, wr_id, st, IBV_WC_BIND_MW);
+}
+
+/*
+ * A bind of type 2 window @mw to key @rkey, posted on b's @qp with
+ * ibv_post_send() or, if @ex, ibv_wr_bind_mw(): b's completion is @st.
+ * No verb writes a type 2 window's new key back (the consumer chose it),
+ * but librxe sends mw->rkey as the window's current key and rdma_rxe
+ * refuses a bind that names another: keep it there, as rdma-core's tests
+ * do with their own copy.
+ */
+static bool bind2(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey,
+		  struct ibv_mw_bind_info info, uint64_t wr_id,
+		  enum ibv_wc_status st, bool ex)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp_ex *x;
+	int ret;
+
+	if (ex) {
+		x = ibv_qp_to_qp_ex(qp);
+		CHECK(x, "ibv_qp_to_qp_ex: NULL");
+		ibv_wr_start(x);
+		x->wr_id = wr_id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_bind_mw(x, mw, rkey, &info);
+		ret = ibv_wr_complete(x);
+	} else {
+		wr.bind_mw.mw = mw;
+		wr.bind_mw.rkey = rkey;
+		wr.bind_mw.bind_info = info;
+		ret = ibv_post_send(qp, &wr, &bad);
+	}
+	CHECK(!ret, "post BIND_MW%s: %s", ex ? " (ibv_wr_bind_mw)" : "",
+	      strerror(ret));
+	if (!qp_status(&sb, qp, wr_id, st, IBV_WC_BIND_MW))
+		return false;
+	if (st == IBV_WC_SUCCESS)
+		mw->rkey = rkey;
+	return true;
+}
+
+/*
+ * rdma_rxe checks an access through a window against the window's MR, not
+ * the window (rxe_resp.c, check_rkey(): mr_check_range() of mw->mr), so
+ * a's WRITE outside a window but inside its MR lands there. Said on such
+ * a b, not checked: 200 bytes at @off of the MR through @key.
+ */
+static void mw_outside_report(struct pair *p, uint32_t off, uint32_t key,
+			      uint64_t wr_id)
+{
+	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
+	bool done;
+
+	done = !post_send(p->a, IBV_WR_RDMA_WRITE, sa.buf, 200, sa.mr->lkey,
+			  mw_addr(off), key, wr_id) &&
+	       wait_wc(&sa, p->a, &wc, 5000);
+	printf("# not checked, b is not srx: 200 bytes at %u of the MR, "
+	       "outside the window: %s, %s\n", off,
+	       done ? ibv_wc_status_str(wc.status) : "no completion",
+	       memcmp(sb.buf + MW_MR_OFF + off, sa.buf, 200) ?
+	       "not written" : "written");
+}
+
+/*
+ * A type 1 window bound with ibv_bind_mw() to the second page of b's MR:
+ * its key changes (ibv_inc_rkey()), a's WRITE and READ through it reach
+ * that page and nothing else; the MR cannot be deregistered while it is
+ * bound, and the refusal changes nothing; a's WRITEs before the window
+ * and across its end are refused (srx; mw_outside_report() for rxe). A
+ * bind of length 0 unbinds: the key is refused then, and window and MR go.
+ */
+static bool mw_type1_run(struct pair *p, struct mw_objs *o)
+{
+	const bool srx = b_is_srx();
+	/* rdma_rxe answers EINVAL (rxe_dereg_mr(), IBA 10.6.7.2.6) */
+	const int busy = srx ? EBUSY : EINVAL;
+	struct ibv_device_attr da;
+	struct ibv_mw *mw;
+	uint32_t old, key, off;
+	int i, ret;
+
+	CHECK(!ibv_query_device(sb.ctx, &da), "query_device: %s",
+	      strerror(errno));
+	CHECK((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) && da.max_mw > 0,
+	      "b reports no memory windows: flags %#x, max_mw %d",
+	      da.device_cap_flags, da.max_mw);
+	if (!mw_setup(o, MW_MR_ACCESS))
+		return false;
+	mw = o->mw[0] = ibv_alloc_mw(sb.pd, IBV_MW_TYPE_1);
+	CHECK(mw, "alloc_mw(TYPE_1): %s", strerror(errno));
+	CHECK(mw->type == IBV_MW_TYPE_1 && mw->pd == sb.pd, "type %d",
+	      mw->type);
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+
+	old = mw->rkey;
+	if (!bind1(p, mw, mw_info(o->mr, MW_OFF, MW_LEN, MW_ACCESS), 1,
+		   IBV_WC_SUCCESS))
+		return false;
+	key = mw->rkey;
+	CHECK(key == ibv_inc_rkey(old), "rkey %#x after the bind, was %#x",
+	      key, old);
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, MW_LEN, mw_addr(MW_OFF), key, 2,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, MW_LEN))
+		return false;
+	memset(sa.buf + 8192, 0, MW_LEN);
+	if (!a_rdma(p, IBV_WR_RDMA_READ, 8192, MW_LEN, mw_addr(MW_OFF), key, 3,
+		    IBV_WC_SUCCESS))
+		return false;
+	CHECK(!memcmp(sa.buf + 8192, sa.buf, MW_LEN), "READ: bytes differ");
+
+	ret = ibv_dereg_mr(o->mr);
+	if (!ret)
+		o->mr = NULL;
+	CHECK(ret == busy, "dereg_mr with a window bound: %d (%s), wanted %s",
+	      ret, strerror(ret), strerror(busy));
+	mw_fill();
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, MW_LEN, mw_addr(MW_OFF), key, 4,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, MW_LEN)) {
+		printf("# ^ after the refused dereg_mr\n");
+		return false;
+	}
+
+	/* In the MR, outside the window: before it, across its end. */
+	for (i = 0; i < 2; i++) {
+		off = i ? MW_OFF + MW_LEN - 100 : 0;
+		mw_fill();
+		CHECK(!i || pair_again(p), "pair %d", i);
+		if (!srx) {
+			mw_outside_report(p, off, key, 5 + i);
+			continue;
+		}
+		if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, 200, mw_addr(off), key,
+			    5 + i, IBV_WC_REM_ACCESS_ERR) || !mw_bytes(0, 0)) {
+			printf("# ^ 200 bytes at %u of the MR\n", off);
+			return false;
+		}
+	}
+
+	/* Unbound: a's NAK left both QPs in ERR, so from a fresh pair. */
+	CHECK(pair_again(p), "pair 3");
+	mw_fill();
+	if (!bind1(p, mw, mw_info(o->mr, MW_OFF, 0, 0), 7, IBV_WC_SUCCESS))
+		return false;
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 8,
+		    IBV_WC_REM_ACCESS_ERR) || !mw_bytes(0, 0)) {
+		printf("# ^ the key the window had before the unbind\n");
+		return false;
+	}
+	ret = ibv_dealloc_mw(mw);
+	if (!ret)
+		o->mw[0] = NULL;
+	CHECK(!ret, "dealloc_mw: %s", strerror(ret));
+	ret = ibv_dereg_mr(o->mr);
+	if (!ret)
+		o->mr = NULL;
+	CHECK(!ret, "dereg_mr without windows: %s", strerror(ret));
+	return true;
+}
+
+static bool t_mw_type1(struct pair *p)
+{
+	struct mw_objs o = {};
+	bool ok = mw_type1_run(p, &o);
+
+	return mw_cleanup(&o) && ok;
+}
+
+/*
+ * A type 2 window, bound by b's work requests: through ibv_post_send(),
+ * a's WRITE lands, b's LOCAL_INV takes the key away. Bound again, to a
+ * fresh QP: the window answers that QP alone (IBTA o10-37.2.43), another
+ * QP of b's PD is refused; a's SEND with Invalidate of the key completes
+ * b's receive with IBV_WC_WITH_INV and takes the key away. Bound once
+ * more with ibv_wr_bind_mw() and invalidated with ibv_wr_local_inv().
+ * Each refusal leaves b's MR untouched.
+ */
+static bool mw_type2_run(struct pair *p, struct mw_objs *o)
+{
+	/*
+	 * rdma_rxe flags a receive that invalidated with the kernel's
+	 * IB_WC_WITH_INVALIDATE (1 << 2), which is IBV_WC_IP_CSUM_OK to
+	 * libibverbs (IBV_WC_WITH_INV is 1 << 3): taken as such there.
+	 */
+	const unsigned int with_inv = b_is_srx() ? IBV_WC_WITH_INV :
+				      IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK;
+	struct ibv_mw_bind_info info;
+	struct ibv_device_attr da;
+	struct pair q = {};
+	struct ibv_qp_ex *ex;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t key;
+	bool ok;
+	int ret;
+
+	CHECK(!ibv_query_device(sb.ctx, &da), "query_device: %s",
+	      strerror(errno));
+	CHECK(da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+				     IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+	      "b reports no type 2 windows: flags %#x", da.device_cap_flags);
+	if (!mw_setup(o, MW_MR_ACCESS))
+		return false;
+	info = mw_info(o->mr, MW_OFF, MW_LEN, MW_ACCESS);
+	mw = o->mw[0] = ibv_alloc_mw(sb.pd, IBV_MW_TYPE_2);
+	CHECK(mw, "alloc_mw(TYPE_2): %s", strerror(errno));
+	CHECK(mw->type == IBV_MW_TYPE_2, "type %d", mw->type);
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	key = ibv_inc_rkey(mw->rkey);
+	if (!bind2(p->b, mw, key, info, 1, IBV_WC_SUCCESS, false) ||
+	    !a_rdma(p, IBV_WR_RDMA_WRITE, 0, MW_LEN, mw_addr(MW_OFF), key, 2,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, MW_LEN))
+		return false;
+	CHECK(!post_inv(p->b, IBV_WR_LOCAL_INV, key, NULL, 0, 0, 3),
+	      "post LOCAL_INV");
+	if (!qp_done(&sb, p->b, 5000, 3, IBV_WC_LOCAL_INV))
+		return false;
+	mw_fill();
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 4,
+		    IBV_WC_REM_ACCESS_ERR) || !mw_bytes(0, 0)) {
+		printf("# ^ after LOCAL_INV\n");
+		return false;
+	}
+
+	CHECK(pair_again(p), "pair 2");
+	key = ibv_inc_rkey(key);
+	if (!bind2(p->b, mw, key, info, 5, IBV_WC_SUCCESS, false) ||
+	    !a_rdma(p, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 6,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, 64))
+		return false;
+	mw_fill();
+	ok = pair_up(&q, &conn_default, &conn_default) &&
+	     a_rdma(&q, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 7,
+		    IBV_WC_REM_ACCESS_ERR) && mw_bytes(0, 0);
+	pair_down(&q);
+	if (!ok) {
+		printf("# ^ a QP of b's PD that the window is not bound to\n");
+		return false;
+	}
+	CHECK(!post_recv(p->b, sb.buf, 64, sb.mr->lkey, 8), "recv");
+	CHECK(!post_inv(p->a, IBV_WR_SEND_WITH_INV, key, sa.buf, 10,
+			sa.mr->lkey, 9), "post SEND_WITH_INV");
+	if (!qp_done(&sa, p->a, 5000, 9, IBV_WC_SEND))
+		return false;
+	CHECK(wait_wc(&sb, p->b, &wc, 5000), "b's receive: no completion");
+	CHECK(wc.wr_id == 8 && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV && wc.byte_len == 10 &&
+	      (wc.wc_flags & with_inv) && wc.invalidated_rkey == key,
+	      "b's receive: %s, opcode %d, byte_len %u, wc_flags %#x, "
+	      "invalidated_rkey %#x (the key %#x)",
+	      ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len,
+	      wc.wc_flags, wc.invalidated_rkey, key);
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 10,
+		    IBV_WC_REM_ACCESS_ERR) || !mw_bytes(0, 0)) {
+		printf("# ^ after SEND_WITH_INV\n");
+		return false;
+	}
+
+	/* The ibv_wr_* API: b's QP made with those operations. */
+	pair_down(p);
+	p->a = qp_new(&sa);
+	p->b = qp_new_ops(&sb, IBV_QP_EX_WITH_BIND_MW |
+			  IBV_QP_EX_WITH_LOCAL_INV);
+	CHECK(p->a && p->b, "create (b's with BIND_MW, LOCAL_INV): %s",
+	      strerror(errno));
+	CHECK(!qp_connect(p->a, &sa, &sb, p->b->qp_num, &conn_default) &&
+	      !qp_connect(p->b, &sb, &sa, p->a->qp_num, &conn_default),
+	      "connect");
+	key = ibv_inc_rkey(key);
+	if (!bind2(p->b, mw, key, info, 11, IBV_WC_SUCCESS, true) ||
+	    !a_rdma(p, IBV_WR_RDMA_WRITE, 0, MW_LEN, mw_addr(MW_OFF), key, 12,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, MW_LEN))
+		return false;
+	ex = ibv_qp_to_qp_ex(p->b);
+	ibv_wr_start(ex);
+	ex->wr_id = 13;
+	ex->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_local_inv(ex, key);
+	ret = ibv_wr_complete(ex);
+	CHECK(!ret, "ibv_wr_local_inv: %s", strerror(ret));
+	if (!qp_done(&sb, p->b, 5000, 13, IBV_WC_LOCAL_INV))
+		return false;
+	mw_fill();
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, 64, mw_addr(MW_OFF), key, 14,
+		    IBV_WC_REM_ACCESS_ERR) || !mw_bytes(0, 0)) {
+		printf("# ^ after ibv_wr_local_inv\n");
+		return false;
+	}
+	return true;
+}
+
+static bool t_mw_type2(struct pair *p)
+{
+	struct mw_objs o = {};
+	bool ok = mw_type2_run(p, &o);
+
+	return mw_cleanup(&o) && ok;
+}
+
+/* A bind of type 2 window @mw that b refuses (from a fresh pair). */
+static bool bind_refused(struct pair *p, struct ibv_mw *mw,
+			 struct ibv_mw_bind_info info, const char *what)
+{
+	CHECK(pair_again(p), "pair");
+	if (bind2(p->b, mw, ibv_inc_rkey(mw->rkey), info, 1,
+		  IBV_WC_MW_BIND_ERR, false))
+		return true;
+	printf("# ^ %s\n", what);
+	return false;
+}
+
+/*
+ * What a bind may not do completes IBV_WC_MW_BIND_ERR on b (and takes b's
+ * QP to ERR, so each from a fresh pair): bind a type 2 window that is
+ * bound; bind a type 2 window with length 0; bind to an MR without
+ * MW_BIND; give REMOTE_WRITE over an MR without LOCAL_WRITE (C10-74;
+ * REMOTE_READ alone binds and reads); reach past the MR's end. A
+ * window of type 3 does not exist (EINVAL). A type 1 window cannot be
+ * invalidated: LOCAL_INV of its key is LOC_QP_OP_ERR, and it stays bound.
+ */
+static bool mw_errors_run(struct pair *p, struct mw_objs *o)
+{
+	struct ibv_mw_bind_info info;
+	struct ibv_mw *w;
+	uint32_t key;
+
+	errno = 0;
+	w = ibv_alloc_mw(sb.pd, (enum ibv_mw_type)3);
+	if (w)
+		ibv_dealloc_mw(w);
+	CHECK(!w && errno == EINVAL, "alloc_mw(3): %s",
+	      w ? "allocated" : strerror(errno));
+
+	if (!mw_setup(o, MW_MR_ACCESS))
+		return false;
+	info = mw_info(o->mr, MW_OFF, MW_LEN, MW_ACCESS);
+	o->mw[0] = ibv_alloc_mw(sb.pd, IBV_MW_TYPE_2);
+	o->mw[1] = ibv_alloc_mw(sb.pd, IBV_MW_TYPE_2);
+	o->mw[2] = ibv_alloc_mw(sb.pd, IBV_MW_TYPE_1);
+	CHECK(o->mw[0] && o->mw[1] && o->mw[2], "alloc_mw: %s",
+	      strerror(errno));
+
+	CHECK(pair_up(p, &conn_default, &conn_default), "pair");
+	if (!bind2(p->b, o->mw[0], ibv_inc_rkey(o->mw[0]->rkey), info, 1,
+		   IBV_WC_SUCCESS, false))
+		return false;
+	if (!bind2(p->b, o->mw[0], ibv_inc_rkey(o->mw[0]->rkey), info, 2,
+		   IBV_WC_MW_BIND_ERR, false)) {
+		printf("# ^ a type 2 window bound already\n");
+		return false;
+	}
+
+	w = o->mw[1];
+	if (!bind_refused(p, w, mw_info(o->mr, MW_OFF, 0, MW_ACCESS),
+			  "length 0") ||
+	    !bind_refused(p, w, mw_info(sb.mr, MW_OFF, MW_LEN, MW_ACCESS),
+			  "an MR without MW_BIND") ||
+	    !bind_refused(p, w, mw_info(o->mr, MW_MR_LEN - 2048, 4096,
+					MW_ACCESS), "past the MR's end"))
+		return false;
+	o->mr2 = ibv_reg_mr(sb.pd, sb.buf + MW_MR_OFF, MW_MR_LEN,
+			    IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ);
+	CHECK(o->mr2, "reg_mr(MW_BIND | REMOTE_READ): %s", strerror(errno));
+	if (!bind_refused(p, w, mw_info(o->mr2, MW_OFF, MW_LEN, MW_ACCESS),
+			  "REMOTE_WRITE over an MR without LOCAL_WRITE"))
+		return false;
+	CHECK(pair_again(p), "pair");
+	key = ibv_inc_rkey(w->rkey);
+	memset(sa.buf + 8192, 0, MW_LEN);
+	if (!bind2(p->b, w, key, mw_info(o->mr2, MW_OFF, MW_LEN,
+					 IBV_ACCESS_REMOTE_READ),
+		   2, IBV_WC_SUCCESS, false) ||
+	    !a_rdma(p, IBV_WR_RDMA_READ, 8192, MW_LEN, mw_addr(MW_OFF), key, 3,
+		    IBV_WC_SUCCESS)) {
+		printf("# ^ REMOTE_READ alone over that MR\n");
+		return false;
+	}
+	CHECK(!memcmp(sa.buf + 8192, sb.buf + MW_MR_OFF + MW_OFF, MW_LEN),
+	      "READ through the read-only window: bytes differ");
+
+	w = o->mw[2];
+	CHECK(pair_again(p), "pair");
+	if (!bind1(p, w, info, 1, IBV_WC_SUCCESS))
+		return false;
+	key = w->rkey;
+	CHECK(!post_inv(p->b, IBV_WR_LOCAL_INV, key, NULL, 0, 0, 2),
+	      "post LOCAL_INV");
+	if (!qp_status(&sb, p->b, 2, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOCAL_INV)) {
+		printf("# ^ LOCAL_INV of a type 1 window\n");
+		return false;
+	}
+	CHECK(pair_again(p), "pair");
+	mw_fill();
+	if (!a_rdma(p, IBV_WR_RDMA_WRITE, 0, MW_LEN, mw_addr(MW_OFF), key, 3,
+		    IBV_WC_SUCCESS) || !mw_bytes(MW_OFF, MW_LEN)) {
+		printf("# ^ the type 1 window after the refused LOCAL_INV\n");
+		return false;
+	}
+	return true;
+}
+
+static bool t_mw_errors(struct pair *p)
+{
+	struct mw_objs o = {};
+	bool ok = mw_errors_run(p, &o);
+
+	return mw_cleanup(&o) && ok;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct pair *p);
@@ -1627,6 +2207,9 @@ static const struct {
 	{ "dup_ack_psn", t_dup_ack_psn },
 	{ "rereg", t_rereg },
 	{ "reset_reuse", t_reset_reuse },
+	{ "mw_type1", t_mw_type1 },
+	{ "mw_type2", t_mw_type2 },
+	{ "mw_errors", t_mw_errors },
 };
 
 int main(int argc, char **argv)

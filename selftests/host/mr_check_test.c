@@ -21,7 +21,11 @@
  *    SGEs of 4 GiB - 1, SRX_ACC_LENGTH for every slice past the end (and
  *    for offset + len that wraps) before any step, a wrapping SGE address
  *    refused, and statelessness: a message cut into packets at any MTU
- *    walks to the same bytes as in one piece, in any order of packets.
+ *    walks to the same bytes as in one piece, in any order of packets;
+ *  - srx_mw_bind_ok(), the rules a memory window's bind checks against
+ *    its MR: each alone (PD, MW_BIND, local write behind a writable
+ *    window, the range at the MR's edges and wrapping, rights a window
+ *    cannot grant), and a length 0 that names no byte.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -651,6 +655,59 @@ TEST(sge_walk_is_stateless)
 			}
 		}
 	}
+}
+
+/* A window over [0x10000, 0x20000) of an MR of pd_a. */
+TEST(mw_bind_rules)
+{
+	struct srx_mr_grant mr = {
+		.pd = &pd_a, .iova = 0x10000, .length = 0x10000,
+		.access = LW | RW | RR | IB_UVERBS_ACCESS_MW_BIND,
+	};
+	struct srx_bind_wr b = {
+		.addr = 0x10000, .length = 0x10000, .access = RW | RR,
+	};
+
+	EXPECT_TRUE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_b, &b));
+
+	/* the range: at each edge, one byte past, and wrapping */
+	b.addr = 0x1ffff;
+	b.length = 1;
+	EXPECT_TRUE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.length = 2;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.addr = 0xffff;
+	b.length = 1;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.addr = 0x10001;
+	b.length = UINT64_MAX;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.addr = 0x10000;
+	b.length = 0;
+	EXPECT_TRUE(srx_mw_bind_ok(&mr, &pd_a, &b));
+
+	/* rights a window cannot grant: MW_BIND itself, zero-based */
+	b.length = 0x1000;
+	b.access = RR | IB_UVERBS_ACCESS_MW_BIND;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.access = RR | IB_UVERBS_ACCESS_ZERO_BASED;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.access = LW | RW | RR | RA;
+	EXPECT_TRUE(srx_mw_bind_ok(&mr, &pd_a, &b));
+
+	/* an MR without MW_BIND */
+	mr.access = LW | RW | RR;
+	b.access = RR;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+
+	/* no local write: read-only windows only */
+	mr.access = RR | IB_UVERBS_ACCESS_MW_BIND;
+	EXPECT_TRUE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.access = RW;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
+	b.access = RA;
+	EXPECT_FALSE(srx_mw_bind_ok(&mr, &pd_a, &b));
 }
 
 TEST_HARNESS_MAIN

@@ -186,6 +186,13 @@ static void fill_remote(struct take *t, unsigned int op, u32 datagram)
 	} else if (is_rdma(op)) {
 		w->wr.rdma.remote_addr = 0xabcdef0012345678ull;
 		w->wr.rdma.rkey = 0x77;
+	} else if (op == SRX_WR_BIND_MW) {
+		w->wr.bind.addr = 0x10000;
+		w->wr.bind.length = 0x2000;
+		w->wr.bind.mw_rkey = 0x4211;
+		w->wr.bind.rkey = 0x4212;
+		w->wr.bind.mr_lkey = 0x3305;
+		w->wr.bind.access = 0x6;
 	} else {
 		memset(&w->wr, 0x5a, sizeof(w->wr));
 	}
@@ -294,6 +301,13 @@ TEST(opcode_by_qp_type)
 				EXPECT_EQ(0xabcdef0012345678ull,
 					  t.se->wr.rdma.remote_addr);
 				EXPECT_EQ(0x77u, t.se->wr.rdma.rkey);
+			} else if (op == SRX_WR_BIND_MW) {
+				EXPECT_EQ(0x10000u, t.se->wr.bind.addr);
+				EXPECT_EQ(0x2000u, t.se->wr.bind.length);
+				EXPECT_EQ(0x4211u, t.se->wr.bind.mw_rkey);
+				EXPECT_EQ(0x4212u, t.se->wr.bind.rkey);
+				EXPECT_EQ(0x3305u, t.se->wr.bind.mr_lkey);
+				EXPECT_EQ(0x6u, t.se->wr.bind.access);
 			} else {
 				EXPECT_EQ(0u, t.se->wr.atomic.remote_addr);
 			}

@@ -5,8 +5,9 @@
  *
  * srx.ko exports nothing, and nothing in it calls the data-path functions
  * yet, so this module compiles kernel/mr.c itself (the same source, not a
- * copy; its symbols stay private to this module) and runs it on a device
- * of its own: a zeroed struct srx_device with its MR xarray, which is all
+ * copy; its symbols stay private to this module; with mw.c, which
+ * deregistration calls) and runs it on a device of its own: a zeroed
+ * struct srx_device with its MR xarray and window lock, which is all
  * mr.c touches, and no DMA device, so ib_umem_get() takes the virt DMA
  * path exactly as for a registered srx device. selftests/mraccess_test.sh
  * inserts it; its init runs the checks from insmod's process, whose
@@ -38,6 +39,7 @@
 #include <linux/vmalloc.h>
 
 #include "../../kernel/mr.c"
+#include "../../kernel/mw.c"
 
 /* What mr.c takes from device.c. */
 u32 srx_device_max_mr(void)
@@ -397,6 +399,7 @@ static int __init srx_mraccess_test_init(void)
 	if (!t_sdev)
 		return -ENOMEM;
 	xa_init_flags(&t_sdev->mr_xa, XA_FLAGS_ALLOC);
+	spin_lock_init(&t_sdev->mw_lock);
 	t_sdev->accepts.mr_access = IB_ACCESS_LOCAL_WRITE |
 				    IB_ACCESS_REMOTE_WRITE |
 				    IB_ACCESS_REMOTE_READ;

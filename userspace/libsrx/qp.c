@@ -406,6 +406,8 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 		return EINVAL;
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw)
+		return EINVAL;
 	if (srx_wq_full(wq))
 		return ENOMEM;
 
@@ -439,6 +441,12 @@ static int srx_write_send_wqe(struct srx_qp *qp, struct ibv_send_wr *wr)
 		wqe->wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
 		wqe->wr.rdma.rkey = wr->wr.rdma.rkey;
 		break;
+	case IBV_WR_BIND_MW:
+		/* A bind has no data: its SGEs are ignored. */
+		srx_set_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+			     &wr->bind_mw.bind_info);
+		wq->head++;
+		return 0;
 	default:
 		break;
 	}

@@ -106,6 +106,66 @@ static int srx_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/* Memory windows live in srx.ko (kernel/mw.c); libsrx holds the handle. */
+static struct ibv_mw *srx_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int srx_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (!ret)
+		free(mw);
+	return ret;
+}
+
+/*
+ * ibv_bind_mw(3) of a type 1 window is a BIND_MW work request, as rdma-core
+ * says of its verb and as rxe's provider does it; the window's key moves
+ * on by one key byte (ibv_inc_rkey()) once it is posted, as the verb
+ * promises (mw->rkey is the key the bind will give it).
+ */
+static int srx_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = {
+			.mw = mw,
+			.rkey = ibv_inc_rkey(mw->rkey),
+			.bind_info = mw_bind->bind_info,
+		},
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	ret = srx_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
+}
+
 /*
  * What ibv_post_send() takes, from what the device reports: the rule of
  * srx.ko's srx_init_accepts() (kernel/device.c), so that a work request
@@ -162,7 +222,9 @@ static void srx_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops srx_ctx_ops = {
+	.alloc_mw = srx_alloc_mw,
 	.alloc_pd = srx_alloc_pd,
+	.bind_mw = srx_bind_mw,
 	/* The kernel does the work (mcast.c); no ring is involved. */
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = srx_create_ah,
@@ -171,6 +233,7 @@ static const struct verbs_context_ops srx_ctx_ops = {
 	.create_qp = srx_create_qp,
 	.create_qp_ex = srx_create_qp_ex,
 	.create_srq = srx_create_srq,
+	.dealloc_mw = srx_dealloc_mw,
 	.dealloc_pd = srx_dealloc_pd,
 	.destroy_ah = srx_destroy_ah,
 	.dereg_mr = srx_dereg_mr,

@@ -279,6 +279,23 @@ void srx_copy_sges(struct srx_sge *dst, const struct ibv_sge *src, int num_sge);
 void srx_write_recv(struct srx_wq *wq, const struct ibv_recv_wr *wr);
 bool srx_inline_ok(enum ibv_wr_opcode op);
 
+/*
+ * A BIND_MW WQE's body, for srx.ko's srx_mw_bind() (kernel/mw.c): the
+ * window by its key, its new key, the MR by its lkey (none for a type 1
+ * unbind, whose length is 0). IBV_ACCESS_* are the kernel's IB_ACCESS_*.
+ */
+static inline void srx_set_bind(struct srx_send_wqe *wqe,
+				const struct ibv_mw *mw, uint32_t rkey,
+				const struct ibv_mw_bind_info *bi)
+{
+	wqe->wr.bind.mw_rkey = mw->rkey;
+	wqe->wr.bind.rkey = rkey;
+	wqe->wr.bind.mr_lkey = bi->mr ? bi->mr->lkey : 0;
+	wqe->wr.bind.addr = bi->addr;
+	wqe->wr.bind.length = bi->length;
+	wqe->wr.bind.access = bi->mw_access_flags;
+}
+
 /* srq.c */
 struct ibv_srq *srx_create_srq(struct ibv_pd *pd,
 			       struct ibv_srq_init_attr *attr);

@@ -534,6 +534,7 @@ VERBS_PRIV_CMD(ibv_query_port, ib_uverbs_query_port);
 VERBS_PRIV_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd);
 VERBS_PRIV_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
 VERBS_PRIV_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
+VERBS_PRIV_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw);
 VERBS_PRIV_CMD(ibv_create_cq, ib_uverbs_create_cq);
 VERBS_PRIV_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 VERBS_PRIV_CMD(ibv_create_qp, ib_uverbs_create_qp);
@@ -644,6 +645,15 @@ int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
 		     size_t resp_sz);
 /* cmd_mr.c: ioctl, write() fallback. */
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+/*
+ * cmd.c: ALLOC_MW, write() only; fills context, pd, rkey, handle and type.
+ * cmd_mw.c: DEALLOC_MW (ioctl, write() fallback).
+ */
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
+		     size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 
 /*
  * cmd_cq.c: CQ_CREATE by ioctl, falling back to CREATE_CQ or EX_CREATE_CQ.

@@ -37,14 +37,14 @@ static const struct {
 	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
 	{ IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE },
-	/* BIND_MW has no builder: srx has no memory windows yet. */
+	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
 };
 
 /*
  * Whether a QP of @type can post every operation of @flags: each one
  * ibv_post_send() takes on that type (srx.c, srx_init_send_ops()), and
- * ATOMIC_WRITE where the device reports it. TSO, BIND_MW and bits libsrx
- * does not know are not. Nor is
+ * ATOMIC_WRITE where the device reports it. TSO and bits libsrx does not
+ * know are not. Nor is
  * anything on a UD QP, whose builders need ibv_wr_set_ud_addr() and so an
  * address handle, which srx does not have yet.
  */
@@ -184,6 +184,23 @@ static void srx_wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey,
 	memcpy(wqe + 1, atomic_wr, SRX_ATOMIC_WRITE_BYTES);
 	wqe->inline_len = SRX_ATOMIC_WRITE_BYTES;
 	wqe->send_flags |= IBV_SEND_INLINE;
+}
+
+/* No data setter follows a bind (srx_wr_data_target() refuses one). */
+static void srx_wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw,
+			   uint32_t rkey,
+			   const struct ibv_mw_bind_info *bind_info)
+{
+	struct srx_qp *qp = to_sqp_ex(ex);
+	struct srx_send_wqe *wqe;
+
+	if (!mw) {
+		srx_wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe = srx_wr_build(qp, IBV_WR_BIND_MW);
+	if (wqe)
+		srx_set_bind(wqe, mw, rkey, bind_info);
 }
 
 static void srx_wr_send_op(struct ibv_qp_ex *ex, enum ibv_wr_opcode op,
@@ -425,6 +442,8 @@ void srx_wr_init(struct srx_qp *qp, uint64_t flags)
 		ex->wr_send_inv = srx_wr_send_inv;
 	if (flags & IBV_QP_EX_WITH_ATOMIC_WRITE)
 		ex->wr_atomic_write = srx_wr_atomic_write;
+	if (flags & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = srx_wr_bind_mw;
 
 	ex->wr_set_sge = srx_wr_set_sge;
 	ex->wr_set_sge_list = srx_wr_set_sge_list;

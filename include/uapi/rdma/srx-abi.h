@@ -331,6 +331,19 @@ struct srx_send_wqe {
 			__u32 key;	/* the MR's index, the new key byte */
 			__u32 access;	/* IB_ACCESS_* to grant */
 		} reg;
+		/*
+		 * IB_WR_BIND_MW (8): ibv_bind_mw() of a type 1 window and
+		 * IBV_WR_BIND_MW of a type 2 one. Length 0 unbinds a type 1
+		 * window.
+		 */
+		struct {
+			__aligned_u64 addr;	/* first byte, in the MR */
+			__aligned_u64 length;
+			__u32 mw_rkey;	/* the window (its index counts) */
+			__u32 rkey;	/* its new key: same index, new byte */
+			__u32 mr_lkey;	/* the MR to bind to */
+			__u32 access;	/* IB_ACCESS_* the window grants */
+		} bind;
 	} wr;
 	__aligned_u64 reserved1;
 	/* struct srx_sge sge[num_sge] or inline data follows */
