@@ -5,7 +5,8 @@
 # column: LIO's ib_srpt serves a RAM disk, set up through configfs and
 # listening through rdma_cm; the ib_srp initiator logs in through rdma_cm,
 # fio writes and verifies on the SCSI disk, O_DIRECT dd reads back what it
-# wrote, and the initiator logs out.
+# wrote, and the initiator logs out. Then the same under target port flaps
+# (flap(), an srp/002-like stress).
 #
 # Both ends on one device in the initial namespace (selftests/lib/topo.sh,
 # srx-init and rxe-init): ib_srpt and ib_srp create their rdma_cm IDs in
@@ -132,6 +133,15 @@ login() {
 	say "$(rport) logged in, disk $(disk)"
 }
 
+# logout RPORT: delete it, and it is gone in 30 s.
+logout() {
+	echo 1 >"/sys/class/srp_remote_ports/$1/delete" || return 1
+	topo_wait $((30 * scale)) logged_out || {
+		say "$1 still logged in 30 s after its delete"
+		return 1
+	}
+}
+
 # io DEV IP: log in, fio writes 16 MiB with crc32c in every block and
 # reads it back to verify (two jobs at once, blocks of 4 KiB to 128 KiB),
 # 4 MiB of random bytes by O_DIRECT dd come back the same; log out.
@@ -152,11 +162,61 @@ io() {
 		rc=1
 	}
 	dd_back "$d" 320 || rc=1
-	echo 1 >"/sys/class/srp_remote_ports/$(rport)/delete" || rc=1
-	topo_wait $((30 * scale)) logged_out || {
-		say "$(rport) still logged in 30 s after its delete"
+	logout "$(rport)" || rc=1
+	return $rc
+}
+
+rport_running() {
+	[ "$(cat "/sys/class/srp_remote_ports/$1/state")" = running ]
+}
+
+# flap DEV IP: blktests' srp/002 in small: fio writes and verifies as it
+# goes while the target port is disabled and enabled again, FLAPS times.
+# Disabling ib_srpt's TPG closes every channel (srpt_set_enabled()); the
+# initiator's rport is blocked, I/O waits queued, and ib_srp reconnects
+# every reconnect_delay s (scsi_transport_srp.c) until the port is back.
+# fast_io_fail_tmo is set far above an outage, so no I/O may fail: fio
+# must end clean, every block it read back intact, with no hang.
+FLAPS=3
+flap() {
+	local dev=$1 ip=$2 d r i pid rc=0
+	target "$dev" "$ip" && login "$dev" "$ip" || return 1
+	d=$(disk)
+	r=$(rport)
+	echo 1 >"/sys/class/srp_remote_ports/$r/reconnect_delay" &&
+		echo 600 >"/sys/class/srp_remote_ports/$r/dev_loss_tmo" &&
+		echo $((60 * scale)) \
+			>"/sys/class/srp_remote_ports/$r/fast_io_fail_tmo" || {
+		say "$r: the timeouts could not be set"
+		return 1
+	}
+	# verify_backlog: verify while writing, since the run is time-based.
+	long 600 fio --name=flap --filename="$d" --allow_file_create=0 \
+		--direct=1 --ioengine=libaio --iodepth=8 --rw=randwrite \
+		--bsrange=4k-64k --size=16M --time_based \
+		--runtime=$(((FLAPS * 8 + 4) * scale)) --verify=crc32c --verify_fatal=1 \
+		--verify_backlog=32 --verify_state_save=0 --output=/dev/null &
+	pid=$!
+	for i in $(seq "$FLAPS"); do
+		sleep 3
+		echo 0 >"$tpg/enable" || rc=1
+		say "round $i: target port disabled ($(cat \
+			"/sys/class/srp_remote_ports/$r/state"))"
+		sleep 2
+		echo 1 >"$tpg/enable" || rc=1
+		topo_wait $((60 * scale)) rport_running "$r" || {
+			say "round $i: $r not running 60 s after the port came back"
+			rc=1
+			break
+		}
+	done
+	wait "$pid" || {
+		say "fio failed or found bad data across the flaps"
 		rc=1
 	}
+	say "$r: $(cat "/sys/class/srp_remote_ports/$r/failed_reconnects") failed reconnects"
+	dd_back "$d" 320 || rc=1
+	logout "$r" || rc=1
 	return $rc
 }
 
@@ -166,6 +226,9 @@ suite() {
 	up "$topo" || return
 	ok "$drv: ib_srpt target, ib_srp login through rdma_cm: fio verify, O_DIRECT dd, logout" \
 		io "$TOPO_B_DEV" "$TOPO_B_IP4"
+	srp_down
+	ok "$drv: target port disabled and enabled $FLAPS times under fio: the I/O goes on, verified" \
+		flap "$TOPO_B_DEV" "$TOPO_B_IP4"
 	srp_down
 	topo_down || ok "$drv: $topo removed" false
 }
