@@ -149,18 +149,7 @@ io() {
 	local dev=$1 ip=$2 d rc=0
 	target "$dev" "$ip" && login "$dev" "$ip" || return 1
 	d=$(disk)
-	long 300 fio \
-		--name=a --filename="$d" --allow_file_create=0 --direct=1 \
-		--ioengine=libaio --iodepth=8 --rw=randwrite --bsrange=4k-128k \
-		--size=8M --offset=0 --verify=crc32c --verify_fatal=1 \
-		--do_verify=1 --verify_state_save=0 \
-		--name=b --filename="$d" --allow_file_create=0 --direct=1 \
-		--ioengine=libaio --iodepth=8 --rw=randwrite --bsrange=4k-128k \
-		--size=8M --offset=8M --verify=crc32c --verify_fatal=1 \
-		--do_verify=1 --verify_state_save=0 || {
-		say "fio failed or found bad data"
-		rc=1
-	}
+	fio_verify "$d" || rc=1
 	dd_back "$d" 320 || rc=1
 	logout "$(rport)" || rc=1
 	return $rc

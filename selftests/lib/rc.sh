@@ -72,6 +72,24 @@ dd_back() {
 	return 1
 }
 
+# fio_verify DISK: fio writes 16 MiB on DISK with a crc32c in every block
+# and reads it back to verify, two jobs at once on its two halves, blocks
+# of 4 KiB to 128 KiB. allow_file_create=0: a disk gone early is an error,
+# never a regular file made in /dev.
+fio_verify() {
+	local j args=()
+	for j in 0 1; do
+		args+=(--name="j$j" --filename="$1" --allow_file_create=0
+			--direct=1 --ioengine=libaio --iodepth=8 --rw=randwrite
+			--bsrange=4k-128k --size=8M --offset=$((j * 8))M
+			--verify=crc32c --verify_fatal=1 --do_verify=1
+			--verify_state_save=0)
+	done
+	long 300 fio "${args[@]}" && return 0
+	echo "# fio failed or found bad data"
+	return 1
+}
+
 # ulp_end: the last cases of a test of the kernel's RDMA users, then its
 # plan and status: every topology gone, no task hung or netdev waited
 # for, no kernel warning.
