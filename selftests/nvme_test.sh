@@ -9,7 +9,8 @@
 # in the target's file, and the host disconnects. Then the device goes
 # away under I/O, by `rdma link delete` and by `ip link del` of its
 # netdev: fio ends with errors, the controller is gone, nothing hangs and
-# the kernel logs no warning.
+# the kernel logs no warning. On rdma_rxe the netdev's deletion runs only
+# with SRX_TEST_RXE_HAZARDS=1 (see suite()).
 #
 # Both ends on one device in the initial namespace (selftests/lib/topo.sh,
 # srx-init and rxe-init): nvme-rdma and nvmet-rdma create their rdma_cm
@@ -309,9 +310,17 @@ suite() {
 		removal "$TOPO_B_IP4" rdma
 	nvme_down
 	topo_down || ok "$drv: $topo removed" false
+	local desc="$drv: ip link del of the netdev under NVMe I/O: fio ends, the controller goes, no hang"
+	# rdma_rxe has left its device registered for good here (see
+	# Documentation/compare.md), and then every later test in the guest
+	# hangs on it: make check runs this case on srx only.
+	if [ "$drv" = rxe ] && [ "${SRX_TEST_RXE_HAZARDS:-0}" != 1 ]; then
+		n=$((n + 1))
+		echo "ok $n $desc # SKIP rdma_rxe can hang here, and the guest with it (SRX_TEST_RXE_HAZARDS=1 runs it)"
+		return
+	fi
 	up "$topo" || return
-	ok "$drv: ip link del of the netdev under NVMe I/O: fio ends, the controller goes, no hang" \
-		removal "$TOPO_B_IP4" netdev
+	ok "$desc" removal "$TOPO_B_IP4" netdev
 	nvme_down
 	topo_down || ok "$drv: $topo removed" false
 }
