@@ -74,10 +74,12 @@ HELPERS      := $(patsubst $(TOP)/selftests/helpers/%.c,$(BUILD)/helpers/%,$(HEL
 HOST_TEST_SRC := $(wildcard $(TOP)/selftests/host/*_test.c)
 HOST_TESTS    := $(patsubst $(TOP)/selftests/host/%.c,$(BUILD)/host/%,$(HOST_TEST_SRC))
 HOST_TEST_SH  := $(wildcard $(TOP)/selftests/host/*_test.sh)
+# The fuzzer of the receive checks, which rx_fuzz_test.sh runs.
+RX_FUZZ       := $(BUILD)/fuzz/rx_fuzz $(BUILD)/fuzz/rx_cov
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
-        bench bench-build compare fuzz-wire
+        bench bench-build compare fuzz-wire fuzz
 
 all: module provider tools selftests bench-build
 
@@ -91,6 +93,7 @@ help:
 	@echo "make check-nodeps, make demo-nodeps   the same without deps"
 	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
+	@echo "make fuzz       libFuzzer on the receive checks, FUZZ_SECONDS=600, with coverage"
 	@echo "make fuzz-wire  libFuzzer on the RoCE v2 header parser, FUZZ_WIRE_SECONDS=30"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
@@ -203,7 +206,7 @@ $(BUILD)/selftests/claims_test: SRX_CFLAGS += -rdynamic
 # the provider, which libibverbs loads later, binds to it.
 $(BUILD)/selftests/cq_test: SRX_CFLAGS += -Wl,--export-dynamic-symbol=ibv_cmd_resize_cq
 
-host-tests: $(HOST_TESTS)
+host-tests: $(HOST_TESTS) $(RX_FUZZ)
 
 $(BUILD)/host/%: $(TOP)/selftests/host/%.c $(PROVIDER_HDR) $(PROVIDER_SRC) $(TOP)/kernel/ring.h \
 		$(TOP)/kernel/mr_check.h $(TOP)/kernel/wqe.h $(TOP)/kernel/icrc.h \
@@ -219,11 +222,42 @@ $(BUILD)/host/icrc_test: HOST_LDLIBS := -lz
 
 # The packet-format layer is pure kernel code that wire_test.c compiles in.
 WIRE_SRC := $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
-            $(addprefix $(TOP)/selftests/host/,wire_host.h wire_check.h)
+            $(addprefix $(TOP)/selftests/host/,wire_host.h wire_check.h rng.h)
 $(BUILD)/host/wire_test: $(WIRE_SRC)
 # icrc.h takes the BTH and ICRC sizes from roce_hdr.h.
 $(BUILD)/host/icrc_test: $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h) \
 	$(TOP)/selftests/host/wire_host.h
+
+# The receive checks in the kernel's order (rx_check.h): frame, ICRC,
+# parser. rx_test compares the committed corpus with what it builds.
+RX_SRC := $(WIRE_SRC) $(TOP)/kernel/roce_frame.h $(TOP)/kernel/icrc.h \
+          $(TOP)/selftests/host/rx_check.h
+$(BUILD)/host/rx_test: $(RX_SRC)
+$(BUILD)/host/rx_test: HOST_LDLIBS := -lz
+$(BUILD)/host/rx_test: SRX_CPPFLAGS += -DRX_CORPUS_DIR='"$(TOP)/selftests/host/rx_corpus"'
+
+# libFuzzer on the receive checks (rx_fuzz.c): built for host-tests, run
+# for a bounded time by rx_fuzz_test.sh in check, longer by make fuzz.
+# rx_cov is the same target with coverage instrumentation instead of the
+# sanitizers, to replay the corpus a run leaves.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_CFLAGS  := -I$(TOP)/kernel -I$(TOP)/selftests/host -std=gnu11 -g -O1 $(WARNINGS)
+
+$(BUILD)/fuzz/rx_fuzz: FUZZ_MODE := -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+$(BUILD)/fuzz/rx_cov: FUZZ_MODE := -fsanitize=fuzzer -fprofile-instr-generate \
+	-fcoverage-mapping
+$(RX_FUZZ): $(TOP)/selftests/host/rx_fuzz.c $(RX_SRC)
+	$(Q)command -v $(FUZZ_CC) >/dev/null || { \
+		echo "fuzz: needs clang with libFuzzer ($(FUZZ_CC) not found: make deps)" >&2; exit 1; }
+	@echo "  CC      fuzz/$(notdir $@)"
+	$(Q)mkdir -p $(BUILD)/fuzz
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_MODE) -o $@ $< -lz
+
+fuzz: $(RX_FUZZ)
+	$(Q)SRX_BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		$(TOP)/selftests/host/rx_fuzz_test.sh
 
 # Not part of check: libFuzzer on the same parser and properties as
 # wire_test.c's fixed loop (selftests/host/wire_fuzz.c). Needs clang.

@@ -61,6 +61,7 @@
 
 #include "device.h"
 #include "net.h"
+#include "roce_frame.h"
 
 /*
  * One namespace's sockets. Allocated by the namespace's first srx device,
@@ -348,26 +349,21 @@ static struct net_device *srx_rcv_netdev(struct sk_buff *skb)
 }
 
 /*
- * The shape the ICRC check relies on: an IP header without IPv4 options
- * or IPv6 extension headers (icrc.h says why) right before the UDP
- * header, a UDP length that is the skb's, and at least a BTH and an ICRC
- * after it. The BTH itself is the transport engine's to parse.
+ * Whether @skb's IP and UDP headers are what the ICRC check and the parser
+ * rely on (roce_frame.h says what and why). The UDP layer calls encap_rcv
+ * with skb->data at the UDP header and the headers before it linear.
  */
-static bool srx_rcv_well_formed(const struct sk_buff *skb, bool ipv6)
+static bool srx_rcv_frame_ok(const struct sk_buff *skb, bool ipv6)
 {
-	unsigned int iplen = ipv6 ? SRX_IPV6_HDR_SIZE : SRX_IPV4_HDR_SIZE;
+	int noff = skb_network_offset(skb);
 	int toff = skb_transport_offset(skb);
-	unsigned int ulen;
 
-	if (toff < 0 || skb_transport_header(skb) - skb_network_header(skb) !=
-			(int)iplen)
+	/* A transport header before the network one: not the UDP layer's. */
+	if (toff < 0 || noff > toff)
 		return false;
-	if (!ipv6 && ip_hdr(skb)->ihl != SRX_IPV4_HDR_SIZE / 4)
-		return false;
-	ulen = ntohs(udp_hdr(skb)->len);
-	return ulen == skb->len - toff &&
-	       ulen >= SRX_UDP_HDR_SIZE + SRX_ROCE_BTH_BYTES +
-		       SRX_ROCE_ICRC_BYTES;
+	return !srx_roce_frame_check(skb_network_header(skb),
+				     skb_headlen(skb) - noff, toff - noff,
+				     skb->len - noff, ipv6);
 }
 
 /*
@@ -402,7 +398,7 @@ static int srx_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		/* Its netdev left for another namespace: it is going away. */
 		srx_count(sdev, SRX_CNT_RCVD_DROPPED, 1);
 		kfree_skb(skb);
-	} else if (!srx_rcv_well_formed(skb, ipv6)) {
+	} else if (!srx_rcv_frame_ok(skb, ipv6)) {
 		srx_count(sdev, SRX_CNT_RCVD_MALFORMED, 1);
 		kfree_skb(skb);
 	} else if (!srx_icrc_verify(skb, ipv6)) {

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "wire_check.h"
+#include "rng.h"
 #include "kselftest_harness.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -1183,17 +1184,6 @@ TEST(psn_window_crossing_the_wrap)
 /* ------------------------------------------------------------------------
  * The fuzz loop: deterministic, every input at its exact length.
  */
-static u64 rng_state;
-
-static u64 rng(void)
-{
-	/* xorshift64* (Vigna): enough mixing for a test's inputs. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
 #define FUZZ_MAX	8192
 #define FUZZ_ROUNDS	60000
 
