@@ -4,7 +4,7 @@
  * RC opcode, random lengths and offsets, for selftests/rc_traffic_test.sh.
  *
  *   rc_traffic -d DEV -g GID [-D DEV2 -G GID2] [-q QPS] [-n OPS] [-s SEED]
- *              [-c] [-w SECONDS] [-A]
+ *              [-c] [-w SECONDS] [-A] [-u EXP]
  *
  * Side a's QPs are requesters, side b's responders (one device for both
  * when -D is not given: loopback). Each of QPS pairs runs OPS work
@@ -24,6 +24,9 @@
  *  - an atomic returns the value the ones before it on that QP left, and
  *    each QP's counter ends at the value they add up to;
  *  - after the last one, nothing more completes.
+ * -u EXP sets the QPs' ACK timeout to 4.096 us x 2^EXP (default 14, 67 ms):
+ * inject_test.sh runs beside a packet injector that loads the guest, and
+ * one spurious retransmission would count a duplicate at the responder.
  * -c (the link cut): every QP posts WINDOW requests that cannot be
  * answered (the caller drops all traffic first): each QP's first must
  * complete with RETRY_EXC_ERR and the others with WR_FLUSH_ERR, within
@@ -124,6 +127,7 @@ static struct side sa, sb;
 static struct qpair qps[MAX_QPS];
 static int nqp = 4, nops = 300;
 static bool atomic_write;	/* -A: ATOMIC WRITE too, through ibv_wr_* */
+static uint8_t ack_timeout = 14;	/* -u: 4.096 us x 2^14 = 67 ms */
 static unsigned int rng;
 
 static uint32_t rnd(uint32_t n)
@@ -282,7 +286,7 @@ static int qp_connect(struct ibv_qp *qp, struct side *s, struct side *peer,
 		.sgid_index = s->gid_index, .dgid = peer->gid, .dqpn = dqpn,
 		.mtu = IBV_MTU_1024, .sq_psn = start_psn(qp->qp_num),
 		.rq_psn = start_psn(dqpn), .rd_atomic = WINDOW,
-		.timeout = 14,		/* 67 ms */
+		.timeout = ack_timeout,
 		.retry_cnt = retry_cnt, .rnr_retry = 7, .min_rnr_timer = 1,
 	};
 
@@ -713,7 +717,7 @@ int main(int argc, char **argv)
 	bool cut = false;
 	size_t asize, bsize;
 
-	while ((opt = getopt(argc, argv, "d:g:D:G:q:n:s:cw:AN")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:D:G:q:n:s:cw:ANu:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'g': gid = atoi(optarg); break;
@@ -725,6 +729,7 @@ int main(int argc, char **argv)
 		case 'c': cut = true; break;
 		case 'w': limit = atof(optarg); break;
 		case 'A': atomic_write = true; break;
+		case 'u': ack_timeout = (uint8_t)atoi(optarg); break;
 		default: goto usage;
 		}
 	}
@@ -772,6 +777,6 @@ int main(int argc, char **argv)
 
 usage:
 	fprintf(stderr, "usage: rc_traffic -d DEV -g GID -D DEV2 -G GID2 "
-		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS] [-A]\n");
+		"[-q QPS] [-n OPS] [-s SEED] [-c] [-w SECONDS] [-A] [-u EXP]\n");
 	return 2;
 }
