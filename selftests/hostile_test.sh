@@ -45,11 +45,12 @@ rc_traffic=$top/build/helpers/rc_traffic
 hostile=$top/build/helpers/hostile_traffic
 # How long the hostile process runs. Each honest process runs rc_traffic
 # again and again (a new seed each time) while the hostile one runs, and
-# once more if it is still at work when the hostile one ends: 600
-# requests per QP took 8 to 14 s a to b (4 QPs) and 3 to 9 s a to a (2
-# QPs) beside it under TCG (6.1, one other guest on the host, 2026-12-05).
-hostile_s=${HOSTILE_SECONDS:-35}
-honest_ops=${HOSTILE_HONEST_OPS:-400}
+# is still at work on its last run when the hostile one ends: 400
+# requests per QP took 5 to 15 s a to b (4 QPs) and 3 to 11 s a to a (2
+# QPs) beside it under TCG (6.1, one other guest on the host, 2026-12-05),
+# and the whole test 57 to 105 s with 35 s and 400.
+hostile_s=${HOSTILE_SECONDS:-30}
+honest_ops=${HOSTILE_HONEST_OPS:-250}
 # Limits that only end a run that cannot finish (a hang): rc_traffic
 # reports no progress for 30 s itself, hostile_traffic raises SIGALRM 120 s
 # after its time.
