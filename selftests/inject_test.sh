@@ -74,15 +74,6 @@ scale=${SRX_TEST_TIMEOUT_SCALE:-1}
 # The counters each batch is checked on, all of them every time.
 counters="rcvd_icrc_err rcvd_malformed rcvd_dropped duplicate_request out_of_seq_request send_seq_err send_nak"
 
-# rx_on_one_cpu MASK: receive steering of both veth ends to CPU 0 (1) or
-# off (0). veth hands a packet to its peer on the backlog of the CPU that
-# sends it: honest packets sent from two CPUs could be taken out of order
-# and count as out of sequence (rc_traffic_test.sh says more).
-rx_on_one_cpu() {
-	topo_exec a sh -c "echo $1 > /sys/class/net/$TOPO_A_NETDEV/queues/rx-0/rps_cpus" &&
-		topo_exec b sh -c "echo $1 > /sys/class/net/$TOPO_B_NETDEV/queues/rx-0/rps_cpus"
-}
-
 # b's counters, read with the shell's own read (no process per counter:
 # under TCG each costs tens of milliseconds, and a batch polls them).
 bcnt() {	# bcnt NAME: one counter into $v
@@ -172,7 +163,7 @@ if ! topo_up srx-srx || ! gids; then
 	echo "1..$n"
 	exit 1
 fi
-ok "receive steering of both veth ends to one CPU" rx_on_one_cpu 1
+ok "receive steering of both veth ends to one CPU" topo_rx_on_one_cpu 1
 
 echo "# + [b] $victim -d $TOPO_B_DEV -g $gid_b -a $TOPO_A_IP4 -f $tmp/go -w 32"
 topo_exec b timeout $((200 * scale)) "$victim" -d "$TOPO_B_DEV" -g "$gid_b" \
@@ -324,7 +315,7 @@ ok "honest traffic: rounds of 4 QPs x 4000 requests, every opcode, bytes compare
 	[ $trc = 0 ]
 ok "honest traffic ran throughout the injection" [ $running = 1 ]
 
-rx_on_one_cpu 0 || true
+topo_rx_on_one_cpu 0 || true
 ok "topology removed" topo_down
 ok "no kernel warning" kmsg_clean
 echo "1..$n"

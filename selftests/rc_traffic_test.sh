@@ -126,24 +126,6 @@ grew() {
 	[ "$c1" -gt "$c0" ]
 }
 
-# rx_on_one_cpu MASK: receive steering (RPS) of both veth ends, "1" to
-# process every received packet on CPU 0, "0" to turn it off again; tries
-# both ends either way. veth hands a packet to its peer on the backlog of
-# the CPU that sends it, and netem's queue is sent by whichever CPU runs
-# it (its timer's, or one enqueueing): two packets of one flow can sit on
-# two CPUs' backlogs and be taken out of order. With RPS to one CPU they
-# wait on one backlog, in the order netem sent them.
-rx_on_one_cpu() {
-	local side dev rc=0
-	for side in a b; do
-		[ $side = a ] && dev=$TOPO_A_NETDEV || dev=$TOPO_B_NETDEV
-		topo_exec $side sh -c \
-			"echo $1 > /sys/class/net/$dev/queues/rx-0/rps_cpus" ||
-			rc=1
-	done
-	return $rc
-}
-
 # On make check-debug's kernel (SRX_TEST_KASAN), in a run beside another
 # guest, srx to rxe had 74 duplicates for 16 timeouts, none out of
 # sequence; alone it had 1 for 1 and 3 for 3. A timeout after a resume,
@@ -162,18 +144,18 @@ late_delay=50ms late_u=14
 # answered they are not sent again (srx_comp_timeout()). So there must
 # have been timeouts at REQ, and as many duplicate requests at RESP; at
 # most twice as many, for slack. The veth ends receive on one CPU
-# (rx_on_one_cpu): reordered packets would each cost a sequence NAK and a
+# (topo_rx_on_one_cpu): reordered packets would each cost a sequence NAK and a
 # go-back, which is not what this measures (on make check-debug's slower
 # kernel they came in every run, 8 to 201 out-of-sequence requests).
 # Resending after each timeout what followed the probe, srx had 84
 # duplicates per timeout here with WRITEs and 13 with READs.
 late() {
 	local tool=$1 req=$2 resp=$3 t0 d0 o0 t1 d1 o1 rc=0
-	rx_on_one_cpu 1 || { rx_on_one_cpu 0; return 1; }
+	topo_rx_on_one_cpu 1 || { topo_rx_on_one_cpu 0; return 1; }
 	t0=$(cnt "$req" completer_retry_err) d0=$(cnt "$resp" duplicate_request)
 	o0=$(cnt "$resp" out_of_seq_request)
 	perf "$tool" "$resp" "$req" -n 400 -u "$late_u" "${@:4}" || rc=1
-	rx_on_one_cpu 0 || rc=1
+	topo_rx_on_one_cpu 0 || rc=1
 	[ $rc = 0 ] || return 1
 	t1=$(cnt "$req" completer_retry_err) d1=$(cnt "$resp" duplicate_request)
 	o1=$(cnt "$resp" out_of_seq_request)

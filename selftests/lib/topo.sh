@@ -284,6 +284,24 @@ topo_set_mtu() {
 	topo_run topo_exec "$1" ip link set "$(topo_var "$1" NETDEV)" mtu "$2"
 }
 
+# topo_rx_on_one_cpu MASK: receive steering (RPS) of both veth ends, "1" to
+# process every received packet on CPU 0, "0" to turn it off again; tries
+# both ends either way. veth hands a packet to its peer on the backlog of
+# the CPU that sends it, and netem's queue is sent by whichever CPU runs
+# it (its timer's, or one enqueueing): two packets of one flow can sit on
+# two CPUs' backlogs and be taken out of order. With RPS to one CPU they
+# wait on one backlog, in the order netem sent them.
+topo_rx_on_one_cpu() {
+	local side dev rc=0
+	for side in a b; do
+		[ $side = a ] && dev=$TOPO_A_NETDEV || dev=$TOPO_B_NETDEV
+		topo_exec $side sh -c \
+			"echo $1 > /sys/class/net/$dev/queues/rx-0/rps_cpus" ||
+			rc=1
+	done
+	return $rc
+}
+
 # ---------------------------------------------------------------------------
 # Building
 
