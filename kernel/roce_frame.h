@@ -61,8 +61,12 @@ static inline int srx_roce_frame_check(const unsigned char *ip, u32 avail,
 	unsigned int iplen, ulen;
 
 	if (udp_off > avail || avail - udp_off < SRX_UDP_HDR_SIZE ||
-	    avail > len || avail < iphlen)
+	    avail > len)
 		return -SRX_FRAME_E_AVAIL;
+	/*
+	 * @avail now covers the UDP header, so ip[0]; the rest of the IP
+	 * header is read only once @udp_off is known to follow it.
+	 */
 	if (ip[0] >> 4 != (ipv6 ? 6 : 4))
 		return -SRX_FRAME_E_VERSION;
 	if (udp_off != iphlen)
