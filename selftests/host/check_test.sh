@@ -64,8 +64,9 @@ chmod +x "$tree/tools/check" "$tree/selftests/run" "$tree/selftests/run.real" \
 	"$tree/tools/vm/run" "$tree/selftests/vm/runner_test.sh" "$tmp/pass_test.sh"
 
 # check WANT DESCRIPTION [VAR=VALUE...]: tools/check with the fakes; WANT
-# is "pass" (exit 0, "3 passed, 0 failed") or "fail" (exit 1 and at least
-# one failure counted in its total).
+# is "pass" (exit 0, "3 passed, 0 failed"; "pass1": "1 passed, 0 failed",
+# the VM stage alone) or "fail" (exit 1 and at least one failure counted
+# in its total).
 check() {
 	local want=$1 what=$2 out status last ok
 	shift 2
@@ -78,6 +79,7 @@ check() {
 	ok=1
 	case $want in
 	pass) [ "$status" = 0 ] && [ "$last" = "3 passed, 0 failed" ] && ok=0 ;;
+	pass1) [ "$status" = 0 ] && [ "$last" = "1 passed, 0 failed" ] && ok=0 ;;
 	fail) [ "$status" = 1 ] && [[ $last =~ ^[0-9]+\ passed,\ [1-9][0-9]*\ failed ]] && ok=0 ;;
 	esac
 	if ! result $ok "$what: $want (exit $status, '$last')"; then
@@ -93,5 +95,14 @@ for stage in 1-host 2-runner 3-vm; do
 	check fail "$stage: non-zero exit with no failure counted" "FAKE_RUN=$stage:status"
 done
 check fail "the guest ends badly (tools/vm/run exits 120)" FAKE_VM_EXIT=120
+# .ci/run's second kernel: the VM stage only. A host stage that would die
+# shows that it did not run; the VM stage still fails closed.
+check pass1 "SRX_CHECK_STAGES=vm runs the VM stage alone" SRX_CHECK_STAGES=vm \
+	FAKE_RUN=1-host:nocounts
+check fail "SRX_CHECK_STAGES=vm: the VM stage dies without counts" \
+	SRX_CHECK_STAGES=vm FAKE_RUN=3-vm:nocounts
+check fail "SRX_CHECK_STAGES=vm: the guest ends badly" SRX_CHECK_STAGES=vm \
+	FAKE_VM_EXIT=120
+check fail "SRX_CHECK_STAGES names no stage set" SRX_CHECK_STAGES=host
 
 tap_end
