@@ -40,6 +40,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/selftests/lib/topo.sh"
 # shellcheck source=selftests/lib/rc.sh
 . "$top/selftests/lib/rc.sh"
+# shellcheck source=selftests/lib/tap.sh
+. "$top/selftests/lib/tap.sh"
 
 topo_trap
 # As topo_trap's: a teardown that fails fails the run. srx0 on eth0
@@ -51,10 +53,6 @@ restore_srx0() {
 	timeout 30 rdma link add srx0 type srx netdev "$srx0_netdev"
 }
 trap 's=$?; trap - EXIT; topo_down || s=1; restore_srx0 || s=1; rm -rf "$tmp"; exit $s' EXIT
-
-say() {
-	echo "# $*"
-}
 
 peer_bin=$top/build/helpers/fault_peer
 scale=${SRX_TEST_TIMEOUT_SCALE:-1}
@@ -68,15 +66,6 @@ if [ ! -x "$peer_bin" ]; then
 	echo "1..0 # SKIP $peer_bin is not built"
 	exit 4
 fi
-
-# counts DEV: DEV's qp, cq, pd and mr counts (rdma resource show).
-counts() {
-	timeout 30 rdma resource show |
-		awk -v dev="$1" '$2 == dev ":" {
-			for (i = 3; i < NF; i += 2) c[$i] = $(i + 1)
-			printf "qp %s cq %s pd %s mr %s\n", c["qp"], c["cq"], c["pd"], c["mr"]
-		}'
-}
 
 base_a='' base_b=''
 # setup: the srx-srx topology, its GIDs, and the devices' counts with no

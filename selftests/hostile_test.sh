@@ -57,17 +57,6 @@ honest_ops=${HOSTILE_HONEST_OPS:-250}
 scale=${SRX_TEST_TIMEOUT_SCALE:-1}
 limit=$(((hostile_s + 150) * scale))
 
-# counts DEV: device DEV's qp, cq, pd, mr and srq counts from rdma
-# resource show, e.g. "qp 1 cq 2 pd 1 mr 0 srq 0".
-counts() {
-	timeout 30 rdma resource show |
-		awk -v dev="$1" '$2 == dev ":" {
-			for (i = 3; i < NF; i += 2) c[$i] = $(i + 1)
-			printf "qp %s cq %s pd %s mr %s srq %s\n",
-				c["qp"], c["cq"], c["pd"], c["mr"], c["srq"]
-		}'
-}
-
 # run_bg NAME CMD...: CMD in namespace a, in the background, under the
 # limit, its output in $tmp/NAME; its status in $tmp/NAME.rc, written when
 # it ends, and its seconds in $tmp/NAME.s.

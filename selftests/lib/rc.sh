@@ -222,6 +222,18 @@ cnt() {
 	cat "/sys/class/infiniband/$(topo_var "$1" DEV)/ports/1/hw_counters/$2"
 }
 
+# counts DEV: device DEV's qp, cq, pd, mr and srq counts from rdma
+# resource show, e.g. "qp 1 cq 2 pd 1 mr 0 srq 0"; what a test compares
+# before and after it ran something that must leave nothing behind.
+counts() {
+	timeout 30 rdma resource show |
+		awk -v dev="$1" '$2 == dev ":" {
+			for (i = 3; i < NF; i += 2) c[$i] = $(i + 1)
+			printf "qp %s cq %s pd %s mr %s srq %s\n",
+				c["qp"], c["cq"], c["pd"], c["mr"], c["srq"]
+		}'
+}
+
 # perf TOOL SRV CLI ARGS...: a perftest between the two sides, posting
 # the way perftest does by default, through ibv_qp_ex (ibv_wr_*); add
 # --use_old_post_send to ARGS for ibv_post_send().
