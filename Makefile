@@ -79,7 +79,7 @@ RX_FUZZ       := $(BUILD)/fuzz/rx_fuzz $(BUILD)/fuzz/rx_cov
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
-        bench bench-build compare fuzz-wire fuzz
+        bench bench-build compare fuzz-wire fuzz netem
 
 all: module provider tools selftests bench-build
 
@@ -95,6 +95,7 @@ help:
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
 	@echo "make fuzz       libFuzzer on the receive checks, FUZZ_SECONDS=600, with coverage"
 	@echo "make fuzz-wire  libFuzzer on the RoCE v2 header parser, FUZZ_WIRE_SECONDS=30"
+	@echo "make netem      the loss matrix at length, srx and rdma_rxe (build/netem.md)"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
 	@echo "KVER=V          the kernel to build for and boot (default: Debian's default"
@@ -364,6 +365,18 @@ bench:
 compare:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)KVER=$(KVER) $(TOP)/tools/compare
+
+# The loss matrix of make check's netem_test.sh at length: NETEM_SECONDS of
+# ib_write_bw and NETEM_OPS requests per QP of rc_traffic in each cell, for
+# srx and rdma_rxe in one guest. The table lands in build/netem.md.
+NETEM_SECONDS ?= 10
+NETEM_OPS ?= 1000
+netem:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)KVER=$(KVER) $(TOP)/tools/vm/run --timeout 7200 -- env \
+		NETEM_SECONDS=$(NETEM_SECONDS) NETEM_OPS=$(NETEM_OPS) NETEM_RXE=all \
+		NETEM_OUT=$(BUILD)/netem.md $(TOP)/selftests/run --timeout 6000 \
+		$(TOP)/selftests/install_test.sh $(TOP)/selftests/netem_test.sh
 
 # Everything but the debug kernel, which took hours to build: only
 # `rm -rf build/debug-kernel` drops that.

@@ -55,6 +55,27 @@
 #   namespace tp-a
 #   tpsrxa (srx) ── tpa0 ═══ veth ═══ tpa1 (no address)
 #
+# rxe-rxe: rdma_rxe on both ends, both in the initial namespace (see
+# srx-rxe), for figures of rdma_rxe beside srx's under the same conditions
+# (netem_test.sh). IPv4 only. Two addresses of one namespace are local to
+# each other, and the local routing table, looked up first (rule 0), would
+# deliver between them through lo without touching the veth. topo_up
+# therefore moves the local table's rule from priority 0 to
+# TOPO_LOCAL_PREF, and sends what each address sends the other out of its
+# own veth end, by rules before it that match locally sent packets only
+# (iif lo): rdma_rxe's route lookups and the RDMA core's address
+# resolution are both output lookups (rxe_net.c: rxe_find_route4(); core
+# addr.c: addr4_resolve()). The receiving end takes a packet whose source
+# is an address of its own namespace with accept_local=1 and rp_filter=0
+# (fib_validate_source()), per veth end. rdma_rxe sends a packet to itself
+# only when the destination MAC is its own netdev's (rxe_prepare()), which
+# the neighbour entry of the other end never is. topo_down puts the rule
+# back.
+#
+#   initial namespace
+#   tprxa (rdma_rxe) ── tpa0 ═══ veth ═══ tpb0 ── tprxe (rdma_rxe)
+#   192.0.2.1/24                                  192.0.2.2/24
+#
 # srx-init, rxe-init: one device (srx or rdma_rxe) in the initial namespace,
 # both ends of a test on it, as srx-self is. For the kernel's RDMA users
 # (nvme-rdma, nvmet-rdma, rpcrdma, iSER, SRP), which create their rdma_cm
@@ -104,6 +125,11 @@ TOPO_STATE=${TOPO_STATE:-/run/srx-topo.state}
 TOPO_T=${TOPO_T:-30}
 TOPO_WAIT=${TOPO_WAIT:-10}
 TOPO_NETNS_MODE=${TOPO_NETNS_MODE:-shared}
+# rxe-rxe: the local table's rule while it is up, and the tables that send
+# 192.0.2.1's and 192.0.2.2's packets to each other out of their own veth end.
+TOPO_LOCAL_PREF=1000
+TOPO_TABLE_A=47911
+TOPO_TABLE_B=47912
 TOPO_NAME=
 
 topo_say() {
@@ -432,6 +458,44 @@ topo_load_rxe() {
 	topo_run modprobe rdma_rxe
 }
 
+# topo_cross_local: rxe-rxe's routing (see the top of this file): tpa0 and
+# tpb0 take packets from each other's address, and each address's packets
+# to the other leave through its own end. The per-netdev settings go with
+# the veth.
+topo_cross_local() {
+	local nd
+	for nd in tpa0 tpb0; do
+		topo_run sh -c "echo 1 >/proc/sys/net/ipv4/conf/$nd/accept_local &&
+			echo 0 >/proc/sys/net/ipv4/conf/$nd/rp_filter" || return 1
+	done
+	topo_run ip route add 192.0.2.2/32 dev tpa0 table "$TOPO_TABLE_A" || return 1
+	topo_run ip route add 192.0.2.1/32 dev tpb0 table "$TOPO_TABLE_B" || return 1
+	topo_run ip rule add pref 10 iif lo from 192.0.2.1 to 192.0.2.2 \
+		lookup "$TOPO_TABLE_A" || return 1
+	topo_run ip rule add pref 11 iif lo from 192.0.2.2 to 192.0.2.1 \
+		lookup "$TOPO_TABLE_B" || return 1
+	topo_run ip rule add pref "$TOPO_LOCAL_PREF" lookup local || return 1
+	topo_run ip rule del pref 0 lookup local
+}
+
+# topo_uncross_local: the rules as they were, whether or not this process
+# changed them (a killed run's); non-zero if the local table's rule is not
+# at priority 0 afterwards.
+topo_uncross_local() {
+	local t
+	for t in "$TOPO_TABLE_A" "$TOPO_TABLE_B"; do
+		while ip rule show table "$t" | grep -q .; do
+			ip rule del table "$t" 2>/dev/null || break
+		done
+	done
+	ip rule show pref 0 | grep -q 'lookup local' ||
+		topo_run ip rule add pref 0 lookup local || return 1
+	while ip rule show pref "$TOPO_LOCAL_PREF" | grep -q 'lookup local'; do
+		ip rule del pref "$TOPO_LOCAL_PREF" lookup local 2>/dev/null || break
+	done
+	ip rule show pref 0 | grep -q 'lookup local'
+}
+
 # topo_same_side TO FROM: side TO is side FROM (one device, both ends).
 topo_same_side() {
 	local f
@@ -441,7 +505,7 @@ topo_same_side() {
 }
 
 # topo_up NAME [--vlan ID]: build topology NAME (srx-rxe, srx-srx,
-# srx-self, srx-init or rxe-init) and set TOPO_A_* and TOPO_B_*. Needs srx installed (modprobe
+# srx-self, srx-init, rxe-init or rxe-rxe; no VLAN for rxe-rxe) and set TOPO_A_* and TOPO_B_*. Needs srx installed (modprobe
 # finds it: install_test.sh). Returns non-zero, having said why, if any
 # step fails; topo_down then removes what was built.
 topo_up() {
@@ -459,7 +523,7 @@ topo_up() {
 		return 2
 	fi
 	case $name in
-	srx-rxe | srx-srx | srx-self | srx-init | rxe-init) ;;
+	srx-rxe | srx-srx | srx-self | srx-init | rxe-init | rxe-rxe) ;;
 	*) topo_say "topo_up: no topology $name"; return 2 ;;
 	esac
 	if ! modinfo -F filename srx >/dev/null 2>&1; then
@@ -505,6 +569,18 @@ topo_up() {
 		topo_side_dev a || return 1
 		topo_same_side b a
 		;;
+	rxe-rxe)
+		if [ -n "$topo_vlan" ]; then
+			topo_say "topo_up: rxe-rxe has no VLAN"
+			return 2
+		fi
+		topo_run ip link add tpa0 type veth peer name tpb0 || return 1
+		topo_load_rxe || return 1
+		topo_side_net a "" tprxa rxe tpa0 || return 1
+		topo_side_net b "" tprxe rxe tpb0 || return 1
+		topo_cross_local || return 1
+		topo_side_dev a && topo_side_dev b || return 1
+		;;
 	srx-init | rxe-init)
 		topo_run ip link add tpa0 netns "$TOPO_NS_A" type veth peer name tpb0 ||
 			return 1
@@ -537,7 +613,7 @@ topo_down() {
 	# Devices first (rdma link delete waits for the unregistration), in
 	# whichever namespace sees them, then the netdevs with their VLANs
 	# (deleting one end of a veth deletes the other), then the namespaces.
-	for d in tpsrxa tpsrxb tprxe; do
+	for d in tpsrxa tpsrxb tprxe tprxa; do
 		[ -e "/sys/class/infiniband/$d" ] &&
 			quiet_ timeout "$TOPO_T" rdma link delete "$d"
 	done
@@ -554,6 +630,7 @@ topo_down() {
 		quiet_ ip -n "$ns" link del tpb0
 		quiet_ ip netns del "$ns" || { topo_say "ip netns del $ns failed"; bad=1; }
 	done
+	topo_uncross_local || { topo_say "the local table's rule is not back at 0"; bad=1; }
 	if ! topo_wait "$TOPO_T" topo_gone; then
 		topo_say "left behind: $(topo_leftovers)"
 		bad=1
@@ -583,7 +660,7 @@ topo_down() {
 # its netdevs' unregistration are not).
 topo_gone() {
 	local d
-	for d in tpsrxa tpsrxb tprxe; do
+	for d in tpsrxa tpsrxb tprxe tprxa; do
 		[ -e "/sys/class/infiniband/$d" ] && return 1
 	done
 	! ip link show tpb0 >/dev/null 2>&1 &&
@@ -593,7 +670,7 @@ topo_gone() {
 # What of ours exists, for the log.
 topo_leftovers() {
 	local d
-	for d in tpsrxa tpsrxb tprxe; do
+	for d in tpsrxa tpsrxb tprxe tprxa; do
 		[ -e "/sys/class/infiniband/$d" ] && echo "device $d"
 	done
 	ip -o link show 2>/dev/null | grep -oE ' tp[ab][0-9.]+' | sed 's/^ /netdev /'
