@@ -478,11 +478,19 @@ topo_cross_local() {
 	topo_run ip rule del pref 0 lookup local
 }
 
+# topo_policy_routing: the kernel has routing rules (CONFIG_IP_MULTIPLE_TABLES,
+# which Debian's kernels have and make check-debug's need not): rxe-rxe
+# needs them.
+topo_policy_routing() {
+	ip rule show >/dev/null 2>&1
+}
+
 # topo_uncross_local: the rules as they were, whether or not this process
 # changed them (a killed run's); non-zero if the local table's rule is not
-# at priority 0 afterwards.
+# at priority 0 afterwards. Nothing to do on a kernel without rules.
 topo_uncross_local() {
 	local t
+	topo_policy_routing || return 0
 	for t in "$TOPO_TABLE_A" "$TOPO_TABLE_B"; do
 		while ip rule show table "$t" | grep -q .; do
 			ip rule del table "$t" 2>/dev/null || break
@@ -573,6 +581,10 @@ topo_up() {
 		if [ -n "$topo_vlan" ]; then
 			topo_say "topo_up: rxe-rxe has no VLAN"
 			return 2
+		fi
+		if ! topo_policy_routing; then
+			topo_say "topo_up: rxe-rxe needs routing rules (CONFIG_IP_MULTIPLE_TABLES)"
+			return 1
 		fi
 		topo_run ip link add tpa0 type veth peer name tpb0 || return 1
 		topo_load_rxe || return 1
