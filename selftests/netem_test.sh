@@ -110,12 +110,13 @@ cell() {
 	echo "#   integrity ${integ[$key]}, ib_write_bw ${bw[$key]} MB/s"
 }
 
+# A cell that never ran (its topology failed) has no entries.
 cell_ok() {
-	[ "${integ[$1]}" = ok ] && [ "${bw[$1]}" != FAILED ]
+	[ "${integ[$1]-}" = ok ] && bw_ok "$1"
 }
 
 bw_ok() {
-	[ "${bw[$1]}" != FAILED ]
+	[ "${bw[$1]-FAILED}" != FAILED ]
 }
 
 echo "TAP version 13"
