@@ -61,19 +61,6 @@ settings=(
 declare -A integ bw
 rxe_skip=
 
-netem_on() {
-	[ -z "$1" ] && return 0
-	# shellcheck disable=SC2086
-	topo_exec a tc qdisc replace dev "$TOPO_A_NETDEV" root netem $1 &&
-		topo_exec b tc qdisc replace dev "$TOPO_B_NETDEV" root netem $1
-}
-
-netem_off() {
-	topo_exec a tc qdisc del dev "$TOPO_A_NETDEV" root 2>/dev/null
-	topo_exec b tc qdisc del dev "$TOPO_B_NETDEV" root 2>/dev/null
-	return 0
-}
-
 # integrity: rc_traffic, side a's QPs requesting from side b's.
 integrity() {
 	local args=(-d "$TOPO_A_DEV" -g "$gid_a" -D "$TOPO_B_DEV" -G "$gid_b"
@@ -96,18 +83,24 @@ throughput() {
 
 # cell TOPOLOGY SETTING: both measurements under one setting.
 cell() {
-	local topo=$1 name=${2%%|*} spec=${2#*|} key
+	local topo=$1 name=${2%%|*} qdisc=${2#*|} key
 	key="$topo|$name"
-	echo "# ---- $topo, ${name}: netem ${spec:-(none)}"
+	echo "# ---- $topo, ${name}: netem ${qdisc:-(none)}"
 	integ[$key]=FAILED bw[$key]=FAILED
-	if ! netem_on "$spec"; then
-		netem_off
-		return 1
+	if [ -n "$qdisc" ]; then
+		# shellcheck disable=SC2086 # the netem arguments are words
+		impaired $qdisc -- measure "$key"
+	else
+		measure "$key"
 	fi
-	integrity && integ[$key]=ok
-	throughput && bw[$key]=$mbs
-	netem_off
 	echo "#   integrity ${integ[$key]}, ib_write_bw ${bw[$key]} MB/s"
+}
+
+# measure KEY: the cell's two results, whichever fail.
+measure() {
+	integrity && integ[$1]=ok
+	throughput && bw[$1]=$mbs
+	return 0
 }
 
 # A cell that never ran (its topology failed) has no entries.

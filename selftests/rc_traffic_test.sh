@@ -98,22 +98,6 @@ side_gid() {
 	[ "$1" = a ] && echo "$gid_a" || echo "$gid_b"
 }
 
-# impaired NETEM_ARGS -- COMMAND...: COMMAND with netem NETEM_ARGS on the
-# egress of both ends of the veth, removed again whatever COMMAND did.
-impaired() {
-	local spec=() rc=0
-	while [ "$1" != -- ]; do spec+=("$1"); shift; done
-	shift
-	echo "# + netem ${spec[*]} on $TOPO_A_NETDEV and $TOPO_B_NETDEV"
-	topo_exec a tc qdisc replace dev "$TOPO_A_NETDEV" root netem "${spec[@]}" &&
-		topo_exec b tc qdisc replace dev "$TOPO_B_NETDEV" root netem "${spec[@]}" ||
-		rc=1
-	[ $rc = 0 ] && { "$@" || rc=1; }
-	topo_exec a tc qdisc del dev "$TOPO_A_NETDEV" root 2>/dev/null
-	topo_exec b tc qdisc del dev "$TOPO_B_NETDEV" root 2>/dev/null
-	return $rc
-}
-
 # grew "SIDE..." COUNTER COMMAND...: COMMAND passes, and COUNTER summed
 # over the SIDEs grows: what the impairment must have caused.
 grew() {

@@ -222,6 +222,22 @@ cnt() {
 	cat "/sys/class/infiniband/$(topo_var "$1" DEV)/ports/1/hw_counters/$2"
 }
 
+# impaired NETEM_ARGS -- COMMAND...: COMMAND with netem NETEM_ARGS on the
+# egress of both ends of the veth, removed again whatever COMMAND did.
+impaired() {
+	local spec=() rc=0
+	while [ "$1" != -- ]; do spec+=("$1"); shift; done
+	shift
+	echo "# + netem ${spec[*]} on $TOPO_A_NETDEV and $TOPO_B_NETDEV"
+	topo_exec a tc qdisc replace dev "$TOPO_A_NETDEV" root netem "${spec[@]}" &&
+		topo_exec b tc qdisc replace dev "$TOPO_B_NETDEV" root netem "${spec[@]}" ||
+		rc=1
+	[ $rc = 0 ] && { "$@" || rc=1; }
+	topo_exec a tc qdisc del dev "$TOPO_A_NETDEV" root 2>/dev/null
+	topo_exec b tc qdisc del dev "$TOPO_B_NETDEV" root 2>/dev/null
+	return $rc
+}
+
 # counts DEV: device DEV's qp, cq, pd, mr and srq counts from rdma
 # resource show, e.g. "qp 1 cq 2 pd 1 mr 0 srq 0"; what a test compares
 # before and after it ran something that must leave nothing behind.
