@@ -170,6 +170,52 @@ pair() {
 	return $rc
 }
 
+# An rdma_cm server listens on no TCP port that wait_listen could see: the
+# client is started again (at most 20 times the slowdown, a second apart)
+# until it reaches the listener; a client turned away before the server
+# listens is rejected by the passive side's CM and leaves no trace there.
+cm_tries=$((20 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
+
+# cmpair SRV CLI -- SERVER_CMD... -- CLIENT_CMD...: the server on side SRV
+# and then the client on side CLI; both must succeed. With cm_lingers=1 the
+# server serves until it is stopped (cmtime): it is stopped once the client
+# succeeded, and only the client's status counts. It is stopped by name:
+# killing the background job would leave the program itself running in the
+# side's namespace until its timeout, and a process there keeps the
+# namespace alive after topo_down (the RDMA core then refuses to change
+# its netns mode with EBUSY: device_test on 6.12, 2026-12-04).
+cm_lingers=0
+cmpair() {
+	local srv=$1 cli=$2 sargs=() cargs=() spid i rc=1
+	shift 2
+	[ "$1" = -- ] && shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
+	shift
+	cargs=("$@")
+	echo "# + [$srv] ${sargs[*]}"
+	topo_exec "$srv" timeout "$pair_limit" "${sargs[@]}" >"$tmp/srv" 2>&1 &
+	spid=$!
+	echo "# + [$cli] ${cargs[*]}"
+	for ((i = 0; i < cm_tries; i++)); do
+		sleep 1
+		if topo_exec "$cli" timeout "$pair_limit" "${cargs[@]}" \
+			>"$tmp/cli" 2>&1; then
+			rc=0
+			break
+		fi
+		kill -0 "$spid" 2>/dev/null || break
+	done
+	[ $rc = 0 ] || sed 's/^/#   client: /' "$tmp/cli" | tail -n 20
+	if [ "$cm_lingers" = 1 ]; then
+		pkill -x "$(basename "${sargs[0]}")"
+		wait "$spid"
+	else
+		wait "$spid" ||
+			{ rc=1; sed 's/^/#   server: /' "$tmp/srv" | tail -n 20; }
+	fi
+	return $rc
+}
+
 gid_a='' gid_b=''
 gids() {
 	gid_a=$(topo_wait_gid a "$TOPO_A_DEV" "$TOPO_A_IP4") || return 1
