@@ -11,8 +11,10 @@
 n=0 fails=0 port=${RC_PORT_BASE:-18600}
 tmp=$(mktemp -d)
 
-ok() {	# ok DESCRIPTION COMMAND...
-	local desc=$1
+# ok DESCRIPTION COMMAND...: one TAP line for COMMAND, then the time it
+# took (as tap.sh's case_ says it), which shows where a test spends it.
+ok() {
+	local desc=$1 t0=$SECONDS
 	shift
 	n=$((n + 1))
 	if "$@"; then
@@ -21,6 +23,7 @@ ok() {	# ok DESCRIPTION COMMAND...
 		echo "not ok $n $desc"
 		fails=$((fails + 1))
 	fi
+	echo "# ($((SECONDS - t0)) s)"
 }
 
 # The kernel log since the test began holds no warning, BUG or refcount
