@@ -173,11 +173,21 @@ pair() {
 	return $rc
 }
 
-# An rdma_cm server listens on no TCP port that wait_listen could see: the
-# client is started again (at most 20 times the slowdown, a second apart)
-# until it reaches the listener; a client turned away before the server
-# listens is rejected by the passive side's CM and leaves no trace there.
+# An rdma_cm server listens on no TCP port that wait_listen could see, but
+# its listening rdma_cm ID is in the RDMA core's resource table (`rdma
+# resource show cm_id`, state LISTEN, one per device for a wildcard bind):
+# the client starts once the server's side lists more of them than before
+# the server started, or after 5 s times the slowdown. Then it is started
+# again (at most 20 times the slowdown, a second apart) until it reaches
+# the listener; a client turned away before the server listens is rejected
+# by the passive side's CM and leaves no trace there.
 cm_tries=$((20 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
+cm_listen_polls=$((50 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
+
+# cm_listeners SIDE: how many listening rdma_cm IDs SIDE's namespace sees.
+cm_listeners() {
+	topo_exec "$1" rdma resource show cm_id 2>/dev/null | grep -c 'state LISTEN'
+}
 
 # cmpair SRV CLI -- SERVER_CMD... -- CLIENT_CMD...: the server on side SRV
 # and then the client on side CLI; both must succeed. With cm_lingers=1 the
@@ -189,18 +199,24 @@ cm_tries=$((20 * ${SRX_TEST_TIMEOUT_SCALE:-1}))
 # its netns mode with EBUSY: device_test on 6.12, 2026-12-04).
 cm_lingers=0
 cmpair() {
-	local srv=$1 cli=$2 sargs=() cargs=() spid i rc=1
+	local srv=$1 cli=$2 sargs=() cargs=() spid i rc=1 l0
 	shift 2
 	[ "$1" = -- ] && shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do sargs+=("$1"); shift; done
 	shift
 	cargs=("$@")
+	l0=$(cm_listeners "$srv")
 	echo "# + [$srv] ${sargs[*]}"
 	topo_exec "$srv" timeout "$pair_limit" "${sargs[@]}" >"$tmp/srv" 2>&1 &
 	spid=$!
+	for ((i = 0; i < cm_listen_polls; i++)); do
+		[ "$(cm_listeners "$srv")" -gt "$l0" ] && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
 	echo "# + [$cli] ${cargs[*]}"
 	for ((i = 0; i < cm_tries; i++)); do
-		sleep 1
+		[ "$i" = 0 ] || sleep 1
 		if topo_exec "$cli" timeout "$pair_limit" "${cargs[@]}" \
 			>"$tmp/cli" 2>&1; then
 			rc=0
