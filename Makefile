@@ -79,7 +79,7 @@ RX_FUZZ       := $(BUILD)/fuzz/rx_fuzz $(BUILD)/fuzz/rx_cov
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
-        bench bench-build compare fuzz-wire fuzz netem
+        bench bench-build compare fuzz-wire fuzz netem soak
 
 all: module provider tools selftests bench-build
 
@@ -96,6 +96,7 @@ help:
 	@echo "make fuzz       libFuzzer on the receive checks, FUZZ_SECONDS=600, with coverage"
 	@echo "make fuzz-wire  libFuzzer on the RoCE v2 header parser, FUZZ_WIRE_SECONDS=30"
 	@echo "make netem      the loss matrix at length, srx and rdma_rxe (build/netem.md)"
+	@echo "make soak       an hour of pyverbs and mixed traffic on srx, SOAK_SECONDS=3600"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
 	@echo "KVER=V          the kernel to build for and boot (default: Debian's default"
@@ -377,6 +378,15 @@ netem:
 		NETEM_SECONDS=$(NETEM_SECONDS) NETEM_OPS=$(NETEM_OPS) NETEM_RXE=all \
 		NETEM_OUT=$(BUILD)/netem.md $(TOP)/selftests/run --timeout 6000 \
 		$(TOP)/selftests/install_test.sh $(TOP)/selftests/netem_test.sh
+
+# soak_test.sh for SOAK_SECONDS (make check runs it for a minute).
+SOAK_SECONDS ?= 3600
+soak:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)KVER=$(KVER) $(TOP)/tools/vm/run --timeout $$(($(SOAK_SECONDS) + 3600)) -- \
+		env SOAK_SECONDS=$(SOAK_SECONDS) $(TOP)/selftests/run \
+		--timeout $$(($(SOAK_SECONDS) + 2400)) \
+		$(TOP)/selftests/install_test.sh $(TOP)/selftests/soak_test.sh
 
 # Everything but the debug kernel, which took hours to build: only
 # `rm -rf build/debug-kernel` drops that.
