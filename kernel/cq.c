@@ -47,6 +47,7 @@
  */
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/wait_bit.h>
@@ -475,6 +476,20 @@ err_count:
 int srx_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct srx_cq *cq = to_srx_cq(ibcq);
+
+	/*
+	 * ib_free_cq() of a softirq-polled CQ frees it once
+	 * irq_poll_disable() has the iop, but ib_poll_handler() lets go of
+	 * the iop (irq_poll_complete()) before it re-arms the CQ through
+	 * ib_req_notify_cq(), which reads it (drivers/infiniband/core/cq.c,
+	 * 6.1 and 6.12). A vCPU the host stopped in between found the CQ
+	 * freed (6.12, srp_test, ib_srp's reconnect, 2026-12-06). The handler
+	 * runs in softirq, a read-side section of RCU: a grace period lets it
+	 * finish before ib_free_cq() goes on to free the CQ, and none can
+	 * start again while the iop is held.
+	 */
+	if (!cq->is_user && ibcq->poll_ctx == IB_POLL_SOFTIRQ)
+		synchronize_rcu();
 
 	/*
 	 * No post is running or can start (the top of this file says why),
