@@ -170,16 +170,10 @@ setup() {
 			topo_run rdma link add srx0 type srx netdev eth0 || return 1
 	fi
 	topo_run ip addr add "$NVME_IP/32" dev eth0 || return 1
-	topo_wait "$TOPO_WAIT" srx0_has_gid || {
-		say "srx0 has no GID for $NVME_IP"
-		return 1
-	}
+	# srx0 is in the initial namespace, which no side of srx-srx is: a
+	# side without a namespace (topo_var's TOPO_INIT_NS is unset) is there.
+	topo_wait_gid init srx0 "$NVME_IP" >/dev/null || return 1
 	target "$NVME_IP"
-}
-
-# srx0 lives in the initial namespace, which no side of srx-srx is.
-srx0_has_gid() {
-	grep -qx "$(topo_gid_of "$NVME_IP")" /sys/class/infiniband/srx0/ports/1/gids/* 2>/dev/null
 }
 
 case_ "setup: srx-srx, srx0 with $NVME_IP, an nvmet-rdma target on it" setup
