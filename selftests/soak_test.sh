@@ -72,11 +72,25 @@ mem() {
 		/proc/meminfo
 }
 
+# mem_settled: mem after dropping what the kernel can reclaim; the parts
+# and every slab cache's objects in use (KiB) go to $tmp/mem.ROUND, for
+# grew() to say where memory went.
 mem_settled() {
 	sync
 	echo 2 >/proc/sys/vm/drop_caches
 	sleep 2
+	{
+		awk '$1 ~ /^(SUnreclaim|VmallocUsed|Percpu):$/ { print $1, $2 }' /proc/meminfo
+		awk 'NR > 2 { print $1, int($2 * $4 / 1024) }' /proc/slabinfo
+	} >"$tmp/mem.$rounds"
 	mem
+}
+
+# grew FROM TO: the eight entries of $tmp/mem.FROM and mem.TO that grew most.
+grew() {
+	join <(sort "$tmp/mem.$1") <(sort "$tmp/mem.$2") |
+		awk '$3 != $2 { print $3 - $2, $1, $2, $3 }' | sort -k1,1 -rn |
+		head -n 8 | awk '{ printf "%s %+d KiB (%d -> %d)\n", $2, $1, $3, $4 }'
 }
 
 # part NAME CMD...: CMD in the background, its output in $tmp/NAME.out
@@ -241,6 +255,8 @@ flat() {
 	[ "$lim" -lt 4096 ] && lim=4096
 	say "kernel memory by round (KiB): ${samples[*]}"
 	say "second round $base, last three's median $last, allowed growth $lim"
+	say "grew most from round 2 to round $rounds (KiB):"
+	grew 2 "$rounds" | sed 's/^/#   /'
 	[ $((last - base)) -le "$lim" ]
 }
 case_ "kernel memory flat from the second round on" flat
