@@ -53,7 +53,7 @@ PROVIDER_HDR := $(wildcard $(TOP)/userspace/libsrx/*.h) \
                 $(TOP)/include/uapi/rdma/srx-abi.h
 
 TOOLS        := $(BUILD)/srx-cq-demo
-BENCH        := $(BUILD)/cq_bench $(BUILD)/ring_bench
+BENCH        := $(BUILD)/cq_bench $(BUILD)/ring_bench $(BUILD)/pkt_bench
 
 KSELFTEST    := $(BUILD)/kselftest/kselftest_harness.h
 SELFTEST_SRC := $(wildcard $(TOP)/selftests/*_test.c)
@@ -169,6 +169,14 @@ $(BUILD)/ring_bench: $(TOP)/bench/ring_bench.c $(PROVIDER_HDR)
 	@echo "  CC      $(notdir $@)"
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $<
+
+# The packet-format layer compiled in, as wire_test.c has it.
+$(BUILD)/pkt_bench: $(TOP)/bench/pkt_bench.c $(addprefix $(TOP)/kernel/,roce_hdr.h psn.h roce_opcode.c roce_pkt.c) \
+		$(TOP)/selftests/host/wire_host.h
+	@echo "  CC      $(notdir $@)"
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(SRX_CPPFLAGS) -I$(TOP)/kernel -I$(TOP)/selftests/host $(SRX_CFLAGS) \
+		-Wno-missing-prototypes -o $@ $< -lz
 
 # ---------------------------------------------------------------------------
 # Selftests (run in the VM) and host unit tests (run here, sanitized)
