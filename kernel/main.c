@@ -115,9 +115,13 @@ static int __init srx_init(void)
 	if (!srx_wq)
 		return -ENOMEM;
 
-	ret = srx_net_init();
+	ret = srx_icrc_init();
 	if (ret)
 		goto err_wq;
+
+	ret = srx_net_init();
+	if (ret)
+		goto err_icrc;
 
 	ret = register_netdevice_notifier(&srx_netdev_notifier);
 	if (ret)
@@ -128,6 +132,8 @@ static int __init srx_init(void)
 
 err_net:
 	srx_net_exit();
+err_icrc:
+	srx_icrc_exit();
 err_wq:
 	destroy_workqueue(srx_wq);
 	return ret;
@@ -141,6 +147,8 @@ static void __exit srx_exit(void)
 	unregister_netdevice_notifier(&srx_netdev_notifier);
 	/* Every device has given its tunnel back: see srx_net_init(). */
 	srx_net_exit();
+	/* No device is left to compute an ICRC. */
+	srx_icrc_exit();
 	/* Every QP is destroyed: its works were cancelled then. */
 	destroy_workqueue(srx_wq);
 }

@@ -54,6 +54,8 @@ int srx_net_xmit(struct srx_device *sdev, const struct srx_av *av,
 		 struct sk_buff *skb);
 
 /* icrc.c */
+int srx_icrc_init(void);
+void srx_icrc_exit(void);
 bool srx_icrc_verify(const struct sk_buff *skb, bool ipv6);
 void srx_icrc_generate(struct sk_buff *skb, bool ipv6);
 
