@@ -13,11 +13,12 @@
  * The ICRC is CRC-32 (icrc.h). What the kernels have for it, both Debian's
  * 6.1 and 6.12 (their /boot/config-*):
  *  - crc32_le() from lib/crc32.c, built with CONFIG_CRC32_SLICEBY8=y: eight
- *    256-entry tables, eight bytes a step. srx.ko calls this (icrc.c).
+ *    256-entry tables, eight bytes a step.
  *  - the crypto API's "crc32", whose fastest driver on x86 is crc32-pclmul
  *    (CONFIG_CRYPTO_CRC32_PCLMUL=m, arch/x86/crypto/crc32-pclmul_asm.S):
  *    it folds 64 bytes at a time with carry-less multiplies (PCLMULQDQ).
  *    rdma_rxe takes its ICRC from there (rxe_icrc.c, crypto_alloc_shash()).
+ * srx.ko times both at load and uses the faster (icrc.c, srx_icrc_init()).
  * This file has its own implementation of each algorithm, and of the
  * byte-at-a-time table (CONFIG_CRC32_SARWATE) for scale. All are checked
  * against zlib's crc32() on every length up to 4 KiB before anything is
