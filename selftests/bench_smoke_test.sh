@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# One quick round of the benchmark (bench/guest with BENCH_QUICK=1), so that
-# `make bench` cannot rot unnoticed: every workload must produce a number on
-# both srx0 and rxe0. The numbers themselves mean nothing at this size and
+# One quick round of the benchmark (bench/guest and bench/perf_guest with
+# BENCH_QUICK=1), so that `make bench` cannot rot unnoticed: every workload
+# must produce a number on both srx and rxe. The numbers themselves mean nothing at this size and
 # are not judged; `make bench` is the measurement.
 set -u -o pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,4 +39,24 @@ if [ "${rows:-0}" -eq 12 ]; then
 else
 	echo "not ok 3 ring_bench ran its 12 cases in the guest (got ${rows:-0})"
 fi
-echo "1..3"
+# The data path: every perftest workload once, tiny counts, on the self
+# path (the two-device path runs the same programs between two devices,
+# which rc_traffic_test.sh's srx-srx perftest matrix covers).
+echo "# + BENCH_QUICK=1 PERF_PATHS=self bench/perf_guest 1 $out/perf"
+if BENCH_QUICK=1 PERF_PATHS=self "$top/bench/perf_guest" 1 "$out/perf" 2>&1 | sed 's/^/# /'; then
+	echo "ok 4 bench/perf_guest ran one round on srx and rxe"
+else
+	echo "not ok 4 bench/perf_guest ran one round on srx and rxe"
+fi
+
+# 19 perftest runs (send, write and read: latency at 2 B and 4 KiB,
+# bandwidth at 4 KiB and 64 KiB with 1 and 8 QPs; atomic latency), system
+# calls per post and CPU per GB, each with a number for both devices.
+rows=$(awk -F'\t' 'NF == 8 && $3 ~ /^-?[0-9.]+$/ && $4 ~ /^-?[0-9.]+$/' \
+	"$out/perf/results.tsv" 2>/dev/null | wc -l)
+if [ "$rows" -eq 21 ]; then
+	echo "ok 5 all 21 data-path results have a number for srx and for rxe"
+else
+	echo "not ok 5 all 21 data-path results have a number for srx and for rxe (got $rows)"
+fi
+echo "1..5"
