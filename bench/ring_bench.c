@@ -5,14 +5,18 @@
  * libibverbs calls: a ring in ordinary memory is filled as the kernel would
  * fill it, then drained by the code libsrx runs, and the drain is timed.
  *
- * Four consumers, so that the numbers also say why the CQE looks the way it
+ * Six consumers, so that the numbers also say why the CQE looks the way it
  * does:
  *   srx32-mt   libsrx's path for a CQ several threads poll: 32-byte CQE,
  *              claimed with one compare-and-swap per batch, converted
- *              into struct ibv_wc
+ *              into struct ibv_wc with the scalar code
  *   srx32-st   libsrx's SINGLE_THREADED path, which the one thread a
  *              thread-safe CQ is biased to also runs: same CQE, one
  *              release store
+ *   srx32-mt-avx2, srx32-st-avx2
+ *              the same two converting with AVX2 (x86-64 CPUs that have
+ *              it); which of the two conversions libsrx uses on this CPU
+ *              is printed first (srx_wc_conv_pick(), cqe_wc.h)
  *   wc48-mt    the alternative format: CQEs stored as struct ibv_wc (48
  *              bytes, the layout of struct ib_uverbs_wc), claimed the same
  *              way and copied with memcpy()
@@ -30,7 +34,7 @@
  * kernel does while the consumer drains them, so every CQE crosses between
  * two caches, which is where the size of a CQE costs on real machines.
  * Prints "RESULT stream-<format> <ns> ns/cqe" for the 32- and 48-byte
- * formats.
+ * formats; the 32-byte one converts as libsrx would on this CPU.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -158,14 +162,34 @@ struct consumer {
 	const char *name;
 	int wide;
 	int (*drain)(struct ibv_wc *wc, int batch);
+	enum srx_wc_conv conv;
 };
 
 static const struct consumer consumers[] = {
-	{ "srx32-mt", 0, drain_srx32_mt },
-	{ "srx32-st", 0, drain_srx32_st },
-	{ "wc48-mt", 1, drain_wc48_mt },
-	{ "rxe-like", 1, drain_rxe_like },
+	{ "srx32-mt", 0, drain_srx32_mt, SRX_WC_CONV_SCALAR },
+	{ "srx32-st", 0, drain_srx32_st, SRX_WC_CONV_SCALAR },
+	{ "srx32-mt-avx2", 0, drain_srx32_mt, SRX_WC_CONV_AVX2 },
+	{ "srx32-st-avx2", 0, drain_srx32_st, SRX_WC_CONV_AVX2 },
+	{ "wc48-mt", 1, drain_wc48_mt, SRX_WC_CONV_SCALAR },
+	{ "rxe-like", 1, drain_rxe_like, SRX_WC_CONV_SCALAR },
 };
+#define NR_CONSUMERS (sizeof(consumers) / sizeof(consumers[0]))
+
+static const char *conv_name(enum srx_wc_conv conv)
+{
+	return conv == SRX_WC_CONV_AVX2 ? "avx2" : "scalar";
+}
+
+/* The AVX2 consumers run only where the CPU has AVX2. */
+static int cpu_runs(enum srx_wc_conv conv)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return conv != SRX_WC_CONV_AVX2 || __builtin_cpu_supports("avx2");
+#else
+	return conv != SRX_WC_CONV_AVX2;
+#endif
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -227,7 +251,7 @@ static double stream(int wide, uint64_t total)
 int main(int argc, char **argv)
 {
 	static const int batches[] = { 1, 16, 64 };
-	double results[4][3];
+	double results[NR_CONSUMERS][3];
 	struct srx_cq_layout layout = {};
 	struct ibv_wc wc[64];
 	int repeats = 51, streaming = 0, opt;
@@ -268,18 +292,27 @@ int main(int argc, char **argv)
 	layout.cqe_offset = sizeof(struct srx_cq_ctrl);
 	srx_cq_view_init(&view, ring, &layout);
 	pthread_spin_init(&rxe_lock, PTHREAD_PROCESS_PRIVATE);
+	printf("libsrx converts CQEs with: %s\n", conv_name(srx_wc_conv_pick()));
 
 	if (streaming) {
+		view.wc_conv = srx_wc_conv_pick();
 		printf("RESULT stream-srx32 %.2f ns/cqe\n", stream(0, stream_total));
 		printf("RESULT stream-wc48 %.2f ns/cqe\n", stream(1, stream_total));
 		free(ring);
 		return 0;
 	}
 
-	for (c = 0; c < 4; c++) {
+	for (c = 0; c < NR_CONSUMERS; c++) {
+		view.wc_conv = consumers[c].conv;
 		for (b = 0; b < 3; b++) {
 			double *t = calloc(repeats, sizeof(*t));
 			int r;
+
+			results[c][b] = -1;
+			if (!cpu_runs(consumers[c].conv)) {
+				free(t);
+				continue;
+			}
 
 			for (r = 0; r < repeats; r++) {
 				uint32_t got = 0;
@@ -314,9 +347,16 @@ int main(int argc, char **argv)
 
 	printf("\n| consumer | batch 1 | batch 16 | batch 64 | (ns per completion, median of %d) |\n", repeats);
 	printf("| --- | ---: | ---: | ---: | --- |\n");
-	for (c = 0; c < 4; c++)
-		printf("| %s | %.2f | %.2f | %.2f | |\n", consumers[c].name,
-		       results[c][0], results[c][1], results[c][2]);
+	for (c = 0; c < NR_CONSUMERS; c++) {
+		printf("| %s |", consumers[c].name);
+		for (b = 0; b < 3; b++) {
+			if (results[c][b] < 0)
+				printf(" n/a |");
+			else
+				printf(" %.2f |", results[c][b]);
+		}
+		printf(" |\n");
+	}
 	free(ring);
 	return 0;
 }

@@ -93,6 +93,7 @@ static int srx_cq_map_ring(struct ibv_context *ctx,
 	ring->base = base;
 	ring->len = layout->mmap_length;
 	srx_cq_view_init(&ring->view, base, layout);
+	ring->view.wc_conv = to_sctx(ctx)->wc_conv;
 	*out = ring;
 	return 0;
 }

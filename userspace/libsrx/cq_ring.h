@@ -54,6 +54,7 @@ struct srx_cq_view {
 	uint32_t *arm;
 	struct srx_cqe *cqes;
 	uint32_t entries;		/* power of two */
+	uint32_t wc_conv;		/* enum srx_wc_conv (cqe_wc.h) */
 };
 
 /*
@@ -85,6 +86,7 @@ static inline void srx_cq_view_init(struct srx_cq_view *v, void *base,
 	v->arm = (uint32_t *)(b + layout->arm_offset);
 	v->cqes = (struct srx_cqe *)(b + layout->cqe_offset);
 	v->entries = layout->entries;
+	v->wc_conv = 0;		/* the scalar conversion until a caller picks */
 }
 
 /*

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cqe_wc.h"
 #include "srx.h"
 
 static int srx_query_device_ex(struct ibv_context *ctx,
@@ -305,6 +306,7 @@ static struct verbs_context *srx_alloc_context(struct ibv_device *ibdev,
 	 * CQs are simply never biased.
 	 */
 	ctx->membarrier_ok = srx_membarrier_register();
+	ctx->wc_conv = srx_wc_conv_pick();
 
 	verbs_set_ops(&ctx->ibv_ctx, &srx_ctx_ops);
 	return &ctx->ibv_ctx;

@@ -26,6 +26,8 @@ struct srx_context {
 	uint64_t send_ops[IBV_QPT_UD + 1];
 	/* membarrier(2) registered: thread-safe CQs may be biased (cq.c) */
 	bool membarrier_ok;
+	/* how CQEs become ibv_wc on this CPU: enum srx_wc_conv (cqe_wc.h) */
+	uint32_t wc_conv;
 };
 
 static inline struct srx_context *to_sctx(struct ibv_context *ibctx)
