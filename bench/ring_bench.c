@@ -180,17 +180,6 @@ static const char *conv_name(enum srx_wc_conv conv)
 	return conv == SRX_WC_CONV_AVX2 ? "avx2" : "scalar";
 }
 
-/* The AVX2 consumers run only where the CPU has AVX2. */
-static int cpu_runs(enum srx_wc_conv conv)
-{
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	return conv != SRX_WC_CONV_AVX2 || __builtin_cpu_supports("avx2");
-#else
-	return conv != SRX_WC_CONV_AVX2;
-#endif
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -309,7 +298,7 @@ int main(int argc, char **argv)
 			int r;
 
 			results[c][b] = -1;
-			if (!cpu_runs(consumers[c].conv)) {
+			if (!srx_wc_conv_runs(consumers[c].conv)) {
 				free(t);
 				continue;
 			}

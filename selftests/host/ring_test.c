@@ -630,17 +630,6 @@ static void expect_wc(struct __test_metadata *_metadata,
 	EXPECT_EQ(c->dlid_path_bits, wc->dlid_path_bits);
 }
 
-/* The conversions this CPU can run: the scalar one, and AVX2 if it has it. */
-static bool conv_runs(uint32_t conv)
-{
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	return conv == SRX_WC_CONV_SCALAR || __builtin_cpu_supports("avx2");
-#else
-	return conv == SRX_WC_CONV_SCALAR;
-#endif
-}
-
 TEST(cqe_to_wc_every_field)
 {
 	struct srx_cqe c;
@@ -648,7 +637,7 @@ TEST(cqe_to_wc_every_field)
 	uint32_t i, conv;
 
 	for (conv = SRX_WC_CONV_SCALAR; conv <= SRX_WC_CONV_AVX2; conv++) {
-		if (!conv_runs(conv))
+		if (!srx_wc_conv_runs(conv))
 			continue;
 		for (i = 0; i < 64; i++) {
 			distinct_cqe(&c, i);
@@ -673,7 +662,7 @@ TEST(cqe_to_wc_avx2_matches_scalar)
 	struct ibv_wc a[16], b[16];
 	uint32_t round, i, n;
 
-	if (!conv_runs(SRX_WC_CONV_AVX2))
+	if (!srx_wc_conv_runs(SRX_WC_CONV_AVX2))
 		SKIP(return, "this CPU has no AVX2");
 	srand(7);
 	for (round = 0; round < 2000; round++) {
@@ -712,7 +701,7 @@ TEST(poll_loops_take_each_cqe_once_across_the_wrap)
 		struct ibv_wc wc[8];
 		int n, round;
 
-		if (!conv_runs(mode / 4))
+		if (!srx_wc_conv_runs(mode / 4))
 			continue;
 		v->wc_conv = mode / 4;
 		r.ctrl->cons = start;

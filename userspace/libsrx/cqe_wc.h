@@ -173,14 +173,27 @@ static inline bool srx_cpu_is_tcg(void)
 	return memcmp(sig, "TCGTCGTCGTCG", 12) == 0;
 }
 
-static inline enum srx_wc_conv srx_wc_conv_pick(void)
+/* Whether this CPU can execute @conv at all (tests and ring_bench ask). */
+static inline bool srx_wc_conv_runs(enum srx_wc_conv conv)
 {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2") && !srx_cpu_is_tcg())
+	return conv == SRX_WC_CONV_SCALAR ||
+	       (conv == SRX_WC_CONV_AVX2 && __builtin_cpu_supports("avx2"));
+}
+
+/* Which one a context uses: AVX2 only where it runs natively. */
+static inline enum srx_wc_conv srx_wc_conv_pick(void)
+{
+	if (srx_wc_conv_runs(SRX_WC_CONV_AVX2) && !srx_cpu_is_tcg())
 		return SRX_WC_CONV_AVX2;
 	return SRX_WC_CONV_SCALAR;
 }
 #else
+static inline bool srx_wc_conv_runs(enum srx_wc_conv conv)
+{
+	return conv == SRX_WC_CONV_SCALAR;
+}
+
 static inline enum srx_wc_conv srx_wc_conv_pick(void)
 {
 	return SRX_WC_CONV_SCALAR;
