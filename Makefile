@@ -53,7 +53,7 @@ PROVIDER_HDR := $(wildcard $(TOP)/userspace/libsrx/*.h) \
                 $(TOP)/include/uapi/rdma/srx-abi.h
 
 TOOLS        := $(BUILD)/srx-cq-demo
-BENCH        := $(BUILD)/cq_bench $(BUILD)/ring_bench $(BUILD)/pkt_bench
+BENCH        := $(BUILD)/cq_bench $(BUILD)/ring_bench $(BUILD)/pkt_bench $(BUILD)/udp_rtt
 
 KSELFTEST    := $(BUILD)/kselftest/kselftest_harness.h
 SELFTEST_SRC := $(wildcard $(TOP)/selftests/*_test.c)
@@ -166,6 +166,11 @@ $(BUILD)/cq_bench: $(TOP)/bench/cq_bench.c
 	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $< -libverbs
 
 $(BUILD)/ring_bench: $(TOP)/bench/ring_bench.c $(PROVIDER_HDR)
+	@echo "  CC      $(notdir $@)"
+	$(Q)mkdir -p $(BUILD)
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $<
+
+$(BUILD)/udp_rtt: $(TOP)/bench/udp_rtt.c
 	@echo "  CC      $(notdir $@)"
 	$(Q)mkdir -p $(BUILD)
 	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -o $@ $<

@@ -54,14 +54,14 @@ fi
 
 # 19 perftest runs (send, write and read: latency at 2 B and 4 KiB,
 # bandwidth at 4 KiB and 64 KiB with 1 and 8 QPs; atomic latency), system
-# calls per post and CPU per GB (all, and the kernel's alone), each with a
-# number for both devices.
+# calls per post, CPU per GB (all, and the kernel's alone) and the UDP
+# floor at 2 B and 4 KiB, each with a number for both devices.
 rows=$(awk -F'\t' 'NF == 8 && $3 ~ /^-?[0-9.]+$/ && $4 ~ /^-?[0-9.]+$/' \
 	"$out/perf/results.tsv" 2>/dev/null | wc -l)
-if [ "$rows" -eq 22 ]; then
-	echo "ok 5 all 22 data-path results have a number for srx and for rxe"
+if [ "$rows" -eq 24 ]; then
+	echo "ok 5 all 24 data-path results have a number for srx and for rxe"
 else
-	echo "not ok 5 all 22 data-path results have a number for srx and for rxe (got $rows)"
+	echo "not ok 5 all 24 data-path results have a number for srx and for rxe (got $rows)"
 fi
 
 # Under QEMU's TCG every AVX2 instruction is a call into the emulator, so
