@@ -514,7 +514,7 @@ topo_same_side() {
 
 # topo_up NAME [--vlan ID]: build topology NAME (srx-rxe, srx-srx,
 # srx-self, srx-init, rxe-init or rxe-rxe; no VLAN for rxe-rxe) and set TOPO_A_* and TOPO_B_*. Needs srx installed (modprobe
-# finds it: install_test.sh). Returns non-zero, having said why, if any
+# finds it: install_test.sh) or loaded. Returns non-zero, having said why, if any
 # step fails; topo_down then removes what was built.
 topo_up() {
 	local name=$1
@@ -537,7 +537,7 @@ topo_up() {
 	# Installed, or loaded by hand (make bench's guests skip depmod):
 	# either way rdma link add finds the srx link type.
 	if ! modinfo -F filename srx >/dev/null 2>&1 && [ ! -d /sys/module/srx ]; then
-		topo_say "srx is not installed (selftests/install_test.sh)"
+		topo_say "srx is neither installed (selftests/install_test.sh) nor loaded"
 		return 1
 	fi
 
