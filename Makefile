@@ -91,7 +91,7 @@ help:
 	@echo "                from linux-source-6.1 into build/debug-kernel (first run: hours)"
 	@echo "make demo       deps, build, then show srx working inside the VM"
 	@echo "make check-nodeps, make demo-nodeps   the same without deps"
-	@echo "make bench      measure the CQ fast path against rdma_rxe (build/bench/)"
+	@echo "make bench      measure the CQ and the data path against rdma_rxe (build/bench/)"
 	@echo "make compare    the same tests on srx and rdma_rxe in one VM (build/compare/)"
 	@echo "make fuzz       libFuzzer on the receive checks, FUZZ_SECONDS=600, with coverage"
 	@echo "make fuzz-wire  libFuzzer on the RoCE v2 header parser, FUZZ_WIRE_SECONDS=30"
@@ -372,8 +372,10 @@ check-debug:
 	$(Q)$(MAKE) --no-print-directory provider tools bench-build $(SELFTESTS) $(HELPERS)
 	$(Q)$(TOP)/tools/check-debug $(BUILD) "$(VM_TESTS)"
 
+# Only what the guests run: the selftests' build (a minute of a fresh
+# clone's make bench) is not needed.
 bench:
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory module provider tools bench-build
 	$(Q)KVER=$(KVER) $(TOP)/bench/run
 
 compare:
