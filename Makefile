@@ -59,9 +59,10 @@ KSELFTEST    := $(BUILD)/kselftest/kselftest_harness.h
 SELFTEST_SRC := $(wildcard $(TOP)/selftests/*_test.c)
 SELFTESTS    := $(patsubst $(TOP)/selftests/%.c,$(BUILD)/selftests/%,$(SELFTEST_SRC))
 SELFTEST_SH  := $(wildcard $(TOP)/selftests/*_test.sh)
-# install_test.sh runs first: it installs srx and creates srx0 for the rest.
-VM_TESTS     := $(TOP)/selftests/install_test.sh $(SELFTESTS) \
-                $(filter-out %/install_test.sh,$(SELFTEST_SH))
+# dkms_test.sh runs first, as DKMS will not replace make install's srx.ko;
+# install_test.sh next: it installs srx and creates srx0 for the rest.
+VM_TESTS     := $(TOP)/selftests/dkms_test.sh $(TOP)/selftests/install_test.sh $(SELFTESTS) \
+                $(filter-out %/install_test.sh %/dkms_test.sh,$(SELFTEST_SH))
 WARN_MODULE  := $(TOP)/selftests/warn_module/srx_warn_test.ko
 KCQ_MODULE   := $(TOP)/selftests/kcq_module/srx_kcq_test.ko
 KCONSUMER_MODULE := $(TOP)/selftests/kernel_consumer/srx_kconsumer_test.ko
@@ -79,7 +80,8 @@ RX_FUZZ       := $(BUILD)/fuzz/rx_fuzz $(BUILD)/fuzz/rx_cov
 
 .PHONY: FORCE all module provider tools selftests host-tests install uninstall install-dirs-known \
         deps check check-nodeps check-debug demo demo-nodeps clean help check-libibverbs \
-        bench bench-build compare fuzz-wire fuzz netem soak
+        bench bench-build compare fuzz-wire fuzz netem soak dkms-install dkms-uninstall deb \
+        install-userspace uninstall-userspace check-packages version-known libsrx-not-packaged
 
 all: module provider tools selftests bench-build
 
@@ -99,6 +101,10 @@ help:
 	@echo "make soak       an hour of pyverbs and mixed traffic on srx, SOAK_SECONDS=3600"
 	@echo "make install    install module, provider and tools (DESTDIR-aware)"
 	@echo "make uninstall  undo make install"
+	@echo "make deb        the srx-dkms and libsrx Debian packages, linted (build/deb/)"
+	@echo "make dkms-install, make dkms-uninstall   srx.ko through DKMS for every kernel"
+	@echo "                with headers, and the provider and tools (as root)"
+	@echo "make check-packages  the packages and make dkms-install in a guest per kernel"
 	@echo "KVER=V          the kernel to build for and boot (default: Debian's default"
 	@echo "                kernel, tools/kver); installed: $(patsubst $(SRX_KVER_ROOT)/lib/modules/%/build,%,$(wildcard $(SRX_KVER_ROOT)/lib/modules/*/build))"
 	@echo "KVER=$(KVER) KDIR=$(KDIR) BUILD=$(BUILD)"
@@ -141,9 +147,9 @@ provider: $(PROVIDER)
 
 $(PROVIDER): $(PROVIDER_SRC) $(PROVIDER_HDR) $(TOP)/userspace/libsrx/libsrx.map $(BUILD)/.libibverbs-ok
 	@echo "  CC      $(notdir $@)"
-	$(Q)$(CC) $(SRX_CPPFLAGS) $(SRX_CFLAGS) -fPIC -shared \
+	$(Q)$(CC) $(SRX_CPPFLAGS) $(CPPFLAGS) $(SRX_CFLAGS) -fPIC -shared \
 		-Wl,--version-script=$(TOP)/userspace/libsrx/libsrx.map \
-		-Wl,-z,defs -o $@ $(PROVIDER_SRC) -libverbs
+		-Wl,-z,defs $(LDFLAGS) -o $@ $(PROVIDER_SRC) -libverbs
 
 # ---------------------------------------------------------------------------
 # Tools
@@ -316,24 +322,102 @@ install-dirs-known:
 	$(Q)test -n "$(PROVIDER_DIR)" && test -n "$(CONFIG_DIR)" || { \
 		echo "install: check-libibverbs could not name libibverbs' directories" >&2; exit 1; }
 
-install: install-dirs-known
-	$(Q)for f in $(TOP)/kernel/srx.ko $(PROVIDER) $(TOOLS); do \
-		test -f $$f || { echo "install: $$f is missing: run make first" >&2; exit 1; }; done
+install: install-userspace
+	$(Q)test -f $(TOP)/kernel/srx.ko || { echo "install: $(TOP)/kernel/srx.ko is missing: run make first" >&2; exit 1; }
 	install -D -m 644 $(TOP)/kernel/srx.ko $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko
-	install -D -m 644 $(PROVIDER) $(DESTDIR)$(PROVIDER_DIR)/libsrx-rdmav34.so
-	install -D -m 644 $(TOP)/userspace/libsrx/srx.driver $(DESTDIR)$(CONFIG_DIR)/srx.driver
-	install -D -m 755 $(BUILD)/srx-cq-demo $(DESTDIR)$(PREFIX)/bin/srx-cq-demo
-	install -D -m 644 $(TOP)/Documentation/srx.7 $(DESTDIR)$(PREFIX)/share/man/man7/srx.7
 ifeq ($(DESTDIR),)
 	depmod -a $(KVER)
 endif
 
-uninstall: install-dirs-known
-	rm -f $(INSTALLED)
+# Everything but the module: make install's, and make dkms-install's beside
+# DKMS's module. The libsrx package's files are dpkg's.
+install-userspace uninstall-userspace: libsrx-not-packaged
+libsrx-not-packaged: install-dirs-known
+ifeq ($(DESTDIR),)
+	$(Q)! dpkg-query -S $(PROVIDER_DIR)/libsrx-rdmav34.so >/dev/null 2>&1 || { \
+		echo "the libsrx package is installed: apt remove srx-dkms libsrx first" >&2; exit 1; }
+endif
+
+install-userspace: install-dirs-known
+	$(Q)for f in $(PROVIDER) $(TOOLS); do \
+		test -f $$f || { echo "install: $$f is missing: run make first" >&2; exit 1; }; done
+	install -D -m 644 $(PROVIDER) $(DESTDIR)$(PROVIDER_DIR)/libsrx-rdmav34.so
+	install -D -m 644 $(TOP)/userspace/libsrx/srx.driver $(DESTDIR)$(CONFIG_DIR)/srx.driver
+	install -D -m 755 $(BUILD)/srx-cq-demo $(DESTDIR)$(PREFIX)/bin/srx-cq-demo
+	install -D -m 644 $(TOP)/Documentation/srx.7 $(DESTDIR)$(PREFIX)/share/man/man7/srx.7
+
+uninstall: uninstall-userspace
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/extra/srx.ko
 	-rmdir $(DESTDIR)/lib/modules/$(KVER)/extra 2>/dev/null
 ifeq ($(DESTDIR),)
 	depmod -a $(KVER)
 endif
+
+uninstall-userspace: install-dirs-known
+	rm -f $(filter-out %/srx.ko,$(INSTALLED))
+
+# ---------------------------------------------------------------------------
+# DKMS and Debian packages (Documentation/packaging.md)
+
+# tools/version's answer, asked once and only when a recipe needs it.
+VERSION = $(eval override VERSION := $(shell $(TOP)/tools/version))$(VERSION)
+DKMS_SRC = /usr/src/srx-$(VERSION)
+# The module's sources as DKMS builds them: kernel/ beside include/uapi,
+# which kernel/Kbuild includes; not Kbuild's own output (srx.mod.c).
+DKMS_FILES = $(TOP)/kernel/Kbuild \
+             $(filter-out %.mod.c,$(wildcard $(TOP)/kernel/*.c)) $(wildcard $(TOP)/kernel/*.h)
+# Every kernel with headers, as DKMS's own kernel hooks would have it.
+DKMS_KERNELS ?= $(patsubst /lib/modules/%/build/include,%,$(wildcard /lib/modules/*/build/include))
+
+# make install's srx.ko would shadow DKMS's: DKMS refuses to replace a
+# module of the same version, and srx has no MODULE_VERSION.
+# The version names the packages and DKMS's tree: no git checkout, no version.
+version-known:
+	$(Q)test -n "$(VERSION)" || { echo "tools/version gave no version: a git checkout is needed" >&2; exit 1; }
+
+dkms-install: install-dirs-known version-known
+	$(Q)command -v dkms >/dev/null || { echo "dkms-install: dkms is missing (make deps installs it)" >&2; exit 1; }
+	$(Q)for k in $(DKMS_KERNELS); do \
+		test ! -e /lib/modules/$$k/extra/srx.ko || { \
+			echo "dkms-install: make install's srx.ko is in /lib/modules/$$k/extra: make uninstall KVER=$$k first" >&2; exit 1; }; done
+	$(Q)$(MAKE) --no-print-directory dkms-uninstall
+	$(Q)$(MAKE) --no-print-directory install-userspace
+	install -D -m 644 -t $(DKMS_SRC)/kernel $(DKMS_FILES)
+	install -D -m 644 -t $(DKMS_SRC)/include/uapi/rdma $(TOP)/include/uapi/rdma/srx-abi.h
+	sed 's/#MODULE_VERSION#/$(VERSION)/' $(TOP)/dkms.conf >$(DKMS_SRC)/dkms.conf
+	dkms add -m srx -v $(VERSION)
+	$(Q)for k in $(DKMS_KERNELS); do \
+		echo "dkms install -m srx -v $(VERSION) -k $$k"; \
+		dkms install -m srx -v $(VERSION) -k $$k || exit 1; done
+
+# Every srx version DKMS knows, from make dkms-install, and the userspace
+# files beside them; a package's are dpkg's to remove.
+dkms-uninstall: install-dirs-known libsrx-not-packaged
+	$(Q)command -v dkms >/dev/null || exit 0; \
+	for v in $$(dkms status -m srx | sed -n 's|^srx/\([^,:]*\).*|\1|p' | sort -u); do \
+		if dpkg-query -S /usr/src/srx-$$v/dkms.conf >/dev/null 2>&1; then \
+			echo "dkms-uninstall: srx $$v is the srx-dkms package's: apt remove srx-dkms" >&2; exit 1; fi; \
+		echo "dkms remove -m srx -v $$v --all"; \
+		dkms remove -m srx -v $$v --all || exit 1; \
+		rm -rf /usr/src/srx-$$v; done
+	$(Q)$(MAKE) --no-print-directory uninstall-userspace
+
+# Built from an export of the tracked files (dpkg-buildpackage writes its
+# output beside the tree): build/deb/*.deb.
+DEB_DIR = $(BUILD)/deb
+deb: version-known
+	$(Q)for t in dpkg-buildpackage dh dh_dkms lintian; do command -v $$t >/dev/null || { \
+		echo "deb: $$t is missing (make deps installs it)" >&2; exit 1; }; done
+	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/srx-$(VERSION)
+	$(Q)git -c safe.directory=$(TOP) -C $(TOP) ls-files -z >$(DEB_DIR)/files
+	$(Q)cd $(TOP) && tar --null -T $(DEB_DIR)/files -cf $(DEB_DIR)/srx.tar
+	$(Q)tar -xf $(DEB_DIR)/srx.tar -C $(DEB_DIR)/srx-$(VERSION) && rm $(DEB_DIR)/files $(DEB_DIR)/srx.tar
+	$(Q)printf 'srx (%s) UNRELEASED; urgency=medium\n\n  * Built from commit %s.\n\n -- srx developers <srx@example.invalid>  %s\n' \
+		"$(VERSION)" "$$(git -c safe.directory=$(TOP) -C $(TOP) rev-parse --short HEAD)" \
+		"$$(git -c safe.directory=$(TOP) -C $(TOP) log -1 --format=%aD)" \
+		>$(DEB_DIR)/srx-$(VERSION)/debian/changelog
+	$(Q)cd $(DEB_DIR)/srx-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning $(DEB_DIR)/*.changes
 
 # ---------------------------------------------------------------------------
 # The two README commands
@@ -351,7 +435,7 @@ check:
 	+$(Q)$(MAKE) --no-print-directory check-nodeps
 
 # SRX_CHECK_STAGES=vm (tools/check) runs no host test: none to build.
-check-nodeps: all $(if $(filter vm,$(SRX_CHECK_STAGES)),,host-tests)
+check-nodeps: all deb $(if $(filter vm,$(SRX_CHECK_STAGES)),,host-tests)
 	$(Q)KVER=$(KVER) $(TOP)/tools/check $(BUILD) "$(HOST_TESTS) $(HOST_TEST_SH)" "$(VM_TESTS)"
 
 demo:
@@ -393,6 +477,18 @@ netem:
 		NETEM_SECONDS=$(NETEM_SECONDS) NETEM_OPS=$(NETEM_OPS) NETEM_RXE=all \
 		NETEM_OUT=$(BUILD)/netem.md $(TOP)/selftests/run --timeout 6000 \
 		$(TOP)/selftests/install_test.sh $(TOP)/selftests/netem_test.sh
+
+# selftests/dkms_test.sh in full: the packages and make dkms-install, each
+# built by DKMS in the guest for every kernel with headers, in a guest of
+# each kernel make check tests (make check: the packages on the default
+# kernel only). About 25 minutes a guest under TCG.
+CHECK_PACKAGES_KVERS ?= $(patsubst /lib/modules/%/build,%,$(wildcard /lib/modules/*/build))
+check-packages:
+	$(Q)$(MAKE) --no-print-directory provider tools deb
+	$(Q)for k in $(CHECK_PACKAGES_KVERS); do \
+		echo "# ==== check-packages on $$k"; \
+		KVER=$$k $(TOP)/tools/vm/run --timeout 4800 -- env SRX_DKMS_TEST=full \
+			$(TOP)/selftests/run --timeout 4200 $(TOP)/selftests/dkms_test.sh || exit 1; done
 
 # soak_test.sh for SOAK_SECONDS (make check runs it for a minute).
 SOAK_SECONDS ?= 3600
