@@ -59,12 +59,14 @@ status=$?
 exit "${FAKE_VM_EXIT:-$status}"
 EOF_VM
 printf '#!/bin/sh\necho "1..1"\necho "ok 1 fake runner test"\n' >"$tree/selftests/vm/runner_test.sh"
+printf '#!/bin/sh\necho "1..1"\necho "ok 1 fake CI command test"\n' >"$tree/selftests/vm/ci_test.sh"
 printf '#!/bin/sh\necho "1..1"\necho "ok 1 fake test"\n' >"$tmp/pass_test.sh"
 chmod +x "$tree/tools/check" "$tree/selftests/run" "$tree/selftests/run.real" \
-	"$tree/tools/vm/run" "$tree/selftests/vm/runner_test.sh" "$tmp/pass_test.sh"
+	"$tree/tools/vm/run" "$tree/selftests/vm/runner_test.sh" "$tree/selftests/vm/ci_test.sh" \
+	"$tmp/pass_test.sh"
 
 # check WANT DESCRIPTION [VAR=VALUE...]: tools/check with the fakes; WANT
-# is "pass" (exit 0, "3 passed, 0 failed"; "pass1": "1 passed, 0 failed",
+# is "pass" (exit 0, "4 passed, 0 failed": the runner stage has two tests; "pass1": "1 passed, 0 failed",
 # the VM stage alone) or "fail" (exit 1 and at least one failure counted
 # in its total).
 check() {
@@ -78,7 +80,7 @@ check() {
 	last=$(tail -n 1 "$out")
 	ok=1
 	case $want in
-	pass) [ "$status" = 0 ] && [ "$last" = "3 passed, 0 failed" ] && ok=0 ;;
+	pass) [ "$status" = 0 ] && [ "$last" = "4 passed, 0 failed" ] && ok=0 ;;
 	pass1) [ "$status" = 0 ] && [ "$last" = "1 passed, 0 failed" ] && ok=0 ;;
 	fail) [ "$status" = 1 ] && [[ $last =~ ^[0-9]+\ passed,\ [1-9][0-9]*\ failed ]] && ok=0 ;;
 	esac
